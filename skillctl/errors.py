@@ -1,0 +1,87 @@
+"""Every error skillctl raises on purpose.
+
+    SkillctlError                 base; the CLI prints ``str(err)`` and exits 1
+    ├── SkillError                a skill folder or SKILL.md is unusable
+    ├── VersionError              a version or range does not parse / resolves to nothing
+    ├── BundleError               a bundle is malformed, hostile or over a limit
+    ├── RegistryError             the registry refused, is unreachable or inconsistent
+    │   ├── NotFoundError         no such skill / version
+    │   ├── ImmutableVersionError a published version would change
+    │   └── IntegrityError        a digest does not match what was promised
+    ├── LockError                 skills.yaml / skills.lock is missing, stale or invalid
+    ├── SandboxError              the container (or local sandbox) cannot do what was asked
+    │   └── SandboxTimeout        the host-side deadline for a call passed
+    ├── ModelError                the model endpoint failed in a way the loop cannot absorb
+    │   └── ContextTooLong        the conversation no longer fits the model
+    └── ConfigError               a config / script / policy file is invalid
+
+Messages are one line, name what is wrong, and say what to do next. This module imports
+nothing from skillctl so that every other module may import it.
+"""
+
+from __future__ import annotations
+
+
+class SkillctlError(Exception):
+    """Base of every expected failure; never shown with a traceback."""
+
+
+class SkillError(SkillctlError):
+    pass
+
+
+class VersionError(SkillctlError):
+    pass
+
+
+class BundleError(SkillctlError):
+    pass
+
+
+class RegistryError(SkillctlError):
+    pass
+
+
+class NotFoundError(RegistryError):
+    pass
+
+
+class ImmutableVersionError(RegistryError):
+    pass
+
+
+class IntegrityError(RegistryError):
+    pass
+
+
+class LockError(SkillctlError):
+    pass
+
+
+class SandboxError(SkillctlError):
+    pass
+
+
+class SandboxTimeout(SandboxError):
+    pass
+
+
+class ModelError(SkillctlError):
+    pass
+
+
+# The person-facing text of MISSION E3: the person handles it, it is not an alert.
+CONTEXT_TOO_LONG_MESSAGE = (
+    "this conversation has grown too long for the model to read at once; "
+    "start a new one for the next step — everything built so far stays"
+)
+
+
+class ContextTooLong(ModelError):
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(CONTEXT_TOO_LONG_MESSAGE + (f" ({detail})" if detail else ""))
+        self.detail = detail
+
+
+class ConfigError(SkillctlError):
+    pass

@@ -1,0 +1,87 @@
+"""Token estimates without a tokenizer (MISSION E5).
+
+Per script: plain ASCII costs 1 token per 4 characters; Chinese, Japanese and Korean 1 per
+character; everything else (Cyrillic, Greek, Arabic, accented Latin, emoji…) 1 per 2 characters.
+It over-estimates on purpose: a budget that is a little pessimistic never overflows the model,
+while the old ``len/4`` under-counted Russian by almost half (25,023 vs ~44,600 measured).
+
+A ``Tokenizer`` protocol lets a real tokenizer replace the estimate where one is installed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    def count(self, text: str) -> int:
+        """Number of tokens ``text`` costs."""
+        ...
+
+
+# Code point ranges of the CJK scripts (Han, Hiragana, Katakana, Hangul and their
+# extensions, plus CJK punctuation and full-width forms). Sorted, non-overlapping.
+_CJK_RANGES: tuple[tuple[int, int], ...] = (
+    (0x1100, 0x11FF),    # Hangul Jamo
+    (0x2E80, 0x2FDF),    # CJK radicals, Kangxi radicals
+    (0x3000, 0x303F),    # CJK symbols and punctuation
+    (0x3040, 0x309F),    # Hiragana
+    (0x30A0, 0x30FF),    # Katakana
+    (0x3100, 0x312F),    # Bopomofo
+    (0x3130, 0x318F),    # Hangul compatibility Jamo
+    (0x31F0, 0x31FF),    # Katakana phonetic extensions
+    (0x3200, 0x4DBF),    # enclosed CJK, compatibility, Han extension A
+    (0x4E00, 0x9FFF),    # CJK unified ideographs
+    (0xA960, 0xA97F),    # Hangul Jamo extended A
+    (0xAC00, 0xD7FF),    # Hangul syllables, Jamo extended B
+    (0xF900, 0xFAFF),    # CJK compatibility ideographs
+    (0xFF00, 0xFFEF),    # half-width and full-width forms
+    (0x20000, 0x3FFFF),  # Han extensions B..H
+)
+
+
+def _is_cjk(cp: int) -> bool:
+    for lo, hi in _CJK_RANGES:
+        if cp < lo:
+            return False
+        if cp <= hi:
+            return True
+    return False
+
+
+def script_counts(text: str) -> tuple[int, int, int]:
+    """Return ``(ascii, cjk, other)`` character counts of ``text``."""
+    if text.isascii():
+        return len(text), 0, 0
+    ascii_n = cjk_n = other_n = 0
+    for ch in text:
+        cp = ord(ch)
+        if cp < 0x80:
+            ascii_n += 1
+        elif _is_cjk(cp):
+            cjk_n += 1
+        else:
+            other_n += 1
+    return ascii_n, cjk_n, other_n
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimated tokens of ``text``: ceil(ascii/4) + cjk + ceil(other/2)."""
+    if not text:
+        return 0
+    if text.isascii():  # fast path: most prompts and tool output
+        return math.ceil(len(text) / 4)
+    a, c, o = script_counts(text)
+    return math.ceil(a / 4) + c + math.ceil(o / 2)
+
+
+class EstimateTokenizer:
+    """The E5 estimate behind the ``Tokenizer`` protocol."""
+
+    def count(self, text: str) -> int:
+        return estimate_tokens(text)
+
+
+DEFAULT_TOKENIZER: Tokenizer = EstimateTokenizer()
