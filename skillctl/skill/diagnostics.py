@@ -1,0 +1,91 @@
+"""Diagnostics: located, coded findings about a skill.
+
+Codes are stable (tools and CI configs may match on them) and documented in ``CODES``.
+``SK0xx`` file-level errors, ``SK1xx`` front-matter errors (what the Agent Skills spec forbids),
+``SK2xx`` warnings (what the spec recommends, plus packaging hygiene).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Severity = Literal["error", "warning"]
+
+# code -> (severity, short title). The title is documentation; messages carry the details.
+CODES: dict[str, tuple[Severity, str]] = {
+    "SK001": ("error", "SKILL.md is missing"),
+    "SK002": ("error", "SKILL.md has the wrong file-name case"),
+    "SK003": ("error", "SKILL.md has no front matter"),
+    "SK004": ("error", "front matter is not closed"),
+    "SK005": ("error", "front matter is not valid YAML"),
+    "SK006": ("error", "front matter is not a mapping"),
+    "SK007": ("error", "SKILL.md is not UTF-8"),
+    "SK008": ("error", "SKILL.md is binary"),
+    "SK009": ("error", "SKILL.md is too large to read"),
+    "SK010": ("error", "front matter repeats a key"),
+    "SK011": ("error", "path cannot be read"),
+    "SK012": ("error", "path is not a skill"),
+    "SK101": ("error", "name is missing"),
+    "SK102": ("error", "name is not a non-empty string"),
+    "SK103": ("error", "name is longer than 64 characters"),
+    "SK104": ("error", "name has characters other than a-z, 0-9 and '-'"),
+    "SK105": ("error", "name starts or ends with '-'"),
+    "SK106": ("error", "name contains '--'"),
+    "SK107": ("error", "name differs from the folder name"),
+    "SK111": ("error", "description is missing"),
+    "SK112": ("error", "description is not a non-empty string"),
+    "SK113": ("error", "description is longer than 1024 characters"),
+    "SK121": ("error", "compatibility is not a non-empty string"),
+    "SK122": ("error", "compatibility is longer than 500 characters"),
+    "SK131": ("error", "metadata is not a mapping"),
+    "SK132": ("error", "metadata has a key or value that is not a string"),
+    "SK141": ("error", "allowed-tools is not a string"),
+    "SK151": ("error", "license is not a string"),
+    "SK161": ("error", "unknown top-level field"),
+    "SK201": ("warning", "body is longer than 500 lines"),
+    "SK202": ("warning", "body is longer than 5,000 tokens"),
+    "SK203": ("warning", "body is empty"),
+    "SK204": ("warning", "SKILL.md starts with a byte-order mark"),
+    "SK211": ("warning", "referenced file does not exist"),
+    "SK212": ("warning", "reference is deeper than one level"),
+    "SK213": ("warning", "reference points outside the skill folder"),
+    "SK221": ("warning", "script has no shebang line"),
+    "SK222": ("warning", "script is not executable"),
+    "SK231": ("warning", "symbolic link"),
+    "SK232": ("warning", "file is larger than 5 MiB"),
+    "SK233": ("warning", "hidden or OS junk file"),
+    "SK234": ("warning", "file cannot be read or is not a regular file"),
+    "SK235": ("warning", "folder nesting too deep"),
+    "SK236": ("warning", "folder has too many entries to scan"),
+    "SK241": ("warning", "metadata.version is not SemVer"),
+}
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    message: str
+    file: str  # path as shown to the user
+    line: int = 0  # 1-based; 0 = the whole file
+    column: int = 0  # 1-based; 0 = unknown
+
+    @property
+    def severity(self) -> Severity:
+        return CODES[self.code][0]
+
+    def format(self) -> str:
+        loc = self.file
+        if self.line:
+            loc += f":{self.line}:{self.column or 1}"
+        return f"{loc}: {self.code} {self.severity} {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "message": self.message,
+        }
