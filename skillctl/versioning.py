@@ -39,6 +39,9 @@ SEMVER_RE = re.compile(
 )
 _PRE_RE = re.compile(r"^(alpha|beta|rc|dev)(?:\.(0|[1-9]\d*))?$")
 _PRE_TO_PEP440 = {"alpha": "a", "beta": "b", "rc": "rc", "dev": ".dev"}
+# PEP 440 order of pre-release kinds; a final release sorts above all of them.
+PRE_RANK = {"dev": 0, "alpha": 1, "beta": 2, "rc": 3}
+RELEASE_RANK = 4
 MAX_VERSION_LENGTH = 128
 
 
@@ -83,6 +86,23 @@ class SemVer:
         return Version(base)
 
     @property
+    def order(self) -> tuple[int, int, int, int, int]:
+        """The same ordering as ``key`` as a plain tuple: cheap to compare and to store in SQL
+        columns, so a registry can resolve a range among 10,000 versions without parsing them."""
+        if not self.pre:
+            return (self.major, self.minor, self.patch, RELEASE_RANK, 0)
+        kind, _, num = self.pre.partition(".")
+        return (self.major, self.minor, self.patch, PRE_RANK[kind], int(num or 0))
+
+    @classmethod
+    def from_order(cls, order: Sequence[int], build: str = "") -> "SemVer":
+        major, minor, patch, rank, num = order
+        if rank == RELEASE_RANK:
+            return cls(major, minor, patch, "", build)
+        kind = next(k for k, r in PRE_RANK.items() if r == rank)
+        return cls(major, minor, patch, f"{kind}.{num}", build)
+
+    @property
     def is_prerelease(self) -> bool:
         return bool(self.pre)
 
@@ -99,19 +119,19 @@ class SemVer:
         return self.public + (f"+{self.build}" if self.build else "")
 
     def __lt__(self, other: "SemVer") -> bool:
-        return self.key < other.key
+        return self.order < other.order
 
     def __le__(self, other: "SemVer") -> bool:
-        return self.key <= other.key
+        return self.order <= other.order
 
     def __gt__(self, other: "SemVer") -> bool:
-        return self.key > other.key
+        return self.order > other.order
 
     def __ge__(self, other: "SemVer") -> bool:
-        return self.key >= other.key
+        return self.order >= other.order
 
     def same_as(self, other: "SemVer") -> bool:
-        return self.key == other.key
+        return self.order == other.order
 
     def bump(self, part: str) -> "SemVer":
         """npm semantics: bumping a pre-release releases it (2.0.0-rc.1 → major → 2.0.0)."""
@@ -147,7 +167,7 @@ class _Comparator:
     version: SemVer
 
     def matches(self, v: SemVer) -> bool:
-        a, b = v.key, self.version.key
+        a, b = v.order, self.version.order
         return {
             ">=": a >= b,
             ">": a > b,
@@ -190,9 +210,19 @@ class VersionRange:
         """The highest matching version, or None."""
         best: SemVer | None = None
         for v in versions:
-            if self.matches(v, prereleases=prereleases) and (best is None or v.key > best.key):
+            if self.matches(v, prereleases=prereleases) and (best is None or v.order > best.order):
                 best = v
         return best
+
+    def upper_bound(self) -> tuple[tuple[int, ...], bool] | None:
+        """The tightest ``<``/``<=`` bound as (order, inclusive), for index range scans."""
+        bound: tuple[tuple[int, ...], bool] | None = None
+        for c in self.comparators:
+            if c.op in ("<", "<=", "=="):
+                cand = (c.version.order, c.op != "<")
+                if bound is None or cand[0] < bound[0] or (cand[0] == bound[0] and not cand[1]):
+                    bound = cand
+        return bound
 
     def __str__(self) -> str:
         return self.text

@@ -19,6 +19,20 @@ COMMANDS: dict[str, str] = {
     "validate": "validate:validate",
     "lint": "validate:lint",
     "init": "init:init_cmd",
+    "version": "version:version_cmd",
+    "pack": "pack:pack_cmd",
+    "inspect": "pack:inspect_cmd",
+    "publish": "registry_cmds:publish",
+    "list": "registry_cmds:list_cmd",
+    "show": "registry_cmds:show",
+    "versions": "registry_cmds:versions",
+    "pull": "registry_cmds:pull",
+    "yank": "registry_cmds:yank",
+    "unyank": "registry_cmds:unyank",
+    "remove": "registry_cmds:remove",
+    "registry": "registry_admin:registry_group",
+    "lock": "lock:lock_cmd",
+    "install": "lock:install_cmd",
 }
 
 

@@ -49,3 +49,22 @@ def library_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def stderr_is_tty() -> bool:
     return sys.stderr.isatty()
+
+
+registry_option = click.option(
+    "--registry",
+    "registry_url",
+    envvar="SKILLCTL_REGISTRY",
+    metavar="URL",
+    help="Registry: a folder path (the embedded registry) or oci://HOST[:PORT]/NAMESPACE. "
+    "Env: SKILLCTL_REGISTRY. Default: a folder in your user data directory.",
+)
+
+
+def open_registry_for_cli(url: str | None, **options: Any) -> Any:
+    from skillctl.registry import open_registry
+
+    try:
+        return open_registry(url, **options)
+    except SkillctlError as exc:
+        raise click.ClickException(str(exc)) from exc

@@ -1,0 +1,110 @@
+"""``skillctl pack`` and ``skillctl inspect``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from skillctl.cli.common import emit_json, format_option, library_errors, progress
+from skillctl.errors import SkillctlError
+from skillctl.skill import discover
+
+
+def skill_folders(paths: tuple[Path, ...]) -> list[Path]:
+    """Skill folders named by PATH arguments (each may be a folder of many skills)."""
+    folders: list[Path] = []
+    for p in paths or (Path("."),):
+        for folder, shown, problem in discover(p):
+            if problem is not None:
+                raise click.ClickException(problem.format())
+            assert folder is not None
+            folders.append(folder)
+    return folders
+
+
+@click.command("pack")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True, help="Folder for the .skill.tgz files.")
+@click.option("--version", "version", help="Version to pack as, when SKILL.md has no metadata.version.")
+@format_option
+@library_errors
+def pack_cmd(paths: tuple[Path, ...], out_dir: Path, version: str | None, fmt: str) -> None:
+    """Validate and pack skills into reproducible NAME-VERSION.skill.tgz bundles.
+
+    PATH is a skill folder or a folder of skills. An invalid skill is refused with its
+    diagnostics. The same content always gives the same bytes (sorted entries, fixed mtime from
+    SOURCE_DATE_EPOCH or 1980-01-01, uid/gid 0, modes 0644/0755). A .skillignore (gitignore
+    syntax) leaves files out. Prints the sha256 of the archive and of the uncompressed tar.
+    """
+    from skillctl.bundle import write_bundle
+    from skillctl.registry.prepare import prepare_folder
+
+    results = []
+    failed = 0
+    for folder in skill_folders(paths):
+        try:
+            prepared = prepare_folder(folder, version=version)
+        except SkillctlError as exc:
+            failed += 1
+            click.echo(f"error: {exc}", err=True)
+            continue
+        from skillctl.bundle.pack import PackedBundle
+
+        packed = PackedBundle(prepared.name, prepared.data, prepared.digest, prepared.tar_digest, prepared.size, prepared.files)
+        path = write_bundle(packed, out_dir, prepared.version)
+        entry = {
+            "name": prepared.name,
+            "version": prepared.version,
+            "path": str(path),
+            "digest": prepared.digest,
+            "tar_digest": prepared.tar_digest,
+            "size": prepared.size,
+            "files": len(prepared.files),
+        }
+        results.append(entry)
+        if fmt == "text":
+            click.echo(f"{path}  {prepared.digest}  ({prepared.size} bytes, {len(prepared.files)} files; tar {prepared.tar_digest})")
+    if fmt == "json":
+        emit_json(results[0] if len(results) == 1 and not failed and len(paths) <= 1 and results else results)
+    if failed:
+        raise click.ClickException(f"{failed} skill{'s' * (failed != 1)} could not be packed")
+
+
+@click.command("inspect")
+@click.argument("bundle", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@format_option
+@library_errors
+def inspect_cmd(bundle: Path, fmt: str) -> None:
+    """Check a .skill.tgz without unpacking it to disk, and show what it holds.
+
+    Every member is checked (regular files and folders only, no absolute paths, '..', links
+    or devices, one top folder, size and count caps) before anything is believed.
+    """
+    from skillctl.bundle import read_bundle
+    from skillctl.skill.document import parse_skill_md
+
+    data = bundle.read_bytes()
+    contents = read_bundle(data, source=str(bundle))
+    doc, diags = parse_skill_md(contents.files.get("SKILL.md", b""), f"{contents.name}/SKILL.md")
+    meta = doc.metadata if doc else {}
+    version = (meta.get("metadata") or {}).get("version") if isinstance(meta.get("metadata"), dict) else None
+    info = {
+        "name": contents.name,
+        "version": version,
+        "description": meta.get("description"),
+        "digest": contents.digest,
+        "tar_digest": contents.tar_digest,
+        "size": len(data),
+        "files": sorted(contents.files),
+        "unpacked_size": sum(len(b) for b in contents.files.values()),
+    }
+    if fmt == "json":
+        emit_json(info)
+        return
+    click.echo(f"{info['name']} {version or '(no version)'}  {info['digest']}")
+    click.echo(f"  {len(info['files'])} files, {info['unpacked_size']} bytes unpacked, {info['size']} bytes packed")
+    for f in info["files"]:
+        click.echo(f"  {f}")
+    for d in diags:
+        progress(d.format())

@@ -1,0 +1,188 @@
+"""Registry commands: publish, list, show, versions, pull, yank, unyank, remove."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, progress, registry_option
+from skillctl.errors import SkillctlError
+
+
+def _when(ts: int) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def _publish_inputs(paths: tuple[Path, ...]) -> list[Path]:
+    """Bundle files as given; folders expanded to the skills they hold."""
+    from skillctl.cli.pack import skill_folders
+
+    out: list[Path] = []
+    for p in paths:
+        if p.is_file() and p.name != "SKILL.md":
+            out.append(p)
+        else:
+            out += skill_folders((p,))
+    return out
+
+
+@click.command("publish")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--version", "version", help="Version to publish as, when SKILL.md has no metadata.version.")
+@registry_option
+@format_option
+@library_errors
+def publish(paths: tuple[Path, ...], version: str | None, registry_url: str | None, fmt: str) -> None:
+    """Publish skill folders or .skill.tgz bundles to the registry.
+
+    Folders are validated and packed on the fly; a folder of many skills publishes each one.
+    Publishing identical content again is a no-op ("unchanged"), so publishing a whole
+    repository publishes exactly what changed. A version is immutable: other content under an
+    existing version is refused — bump the version (skillctl version PATH patch).
+    """
+    from skillctl.registry.prepare import prepare_path
+
+    reg = open_registry_for_cli(registry_url)
+    results, failures = [], 0
+    for path in _publish_inputs(paths):
+        try:
+            prepared = prepare_path(path, version=version)
+            res = reg.publish(prepared)
+        except SkillctlError as exc:
+            failures += 1
+            click.echo(f"error: {path}: {exc}", err=True)
+            continue
+        results.append(res.to_dict())
+        if fmt == "text":
+            click.echo(f"{res.status:<9} {res.record.name}@{res.record.version}  {res.record.digest}  ({res.record.skill_id})")
+    if fmt == "json":
+        emit_json(results)
+    if failures:
+        raise click.ClickException(f"{failures} of {failures + len(results)} could not be published (see above)")
+
+
+@click.command("list")
+@registry_option
+@format_option
+@library_errors
+def list_cmd(registry_url: str | None, fmt: str) -> None:
+    """List the skills in the registry with their default and latest versions."""
+    reg = open_registry_for_cli(registry_url)
+    skills = reg.list_skills()
+    if fmt == "json":
+        emit_json([s.to_dict() for s in skills])
+        return
+    if not skills:
+        click.echo(f"no skills in {reg.url}")
+        return
+    width = max(len(s.name) for s in skills)
+    for s in skills:
+        click.echo(f"{s.name:<{width}}  {s.default_version or '-':<10} {s.id}  {s.description[:70]}")
+
+
+@click.command("show")
+@click.argument("ref")
+@click.option("--pre", "prereleases", is_flag=True, help="Let ranges match pre-releases.")
+@registry_option
+@format_option
+@library_errors
+def show(ref: str, prereleases: bool, registry_url: str | None, fmt: str) -> None:
+    """Show a skill and the version REF resolves to (NAME, NAME@RANGE, skill_ID[@VERSION])."""
+    reg = open_registry_for_cli(registry_url)
+    rec = reg.resolve_record(ref, prereleases=prereleases)
+    skill = reg.get_skill(rec.skill_id)
+    if fmt == "json":
+        emit_json({**skill.to_dict(), "resolved": rec.to_dict()})
+        return
+    click.echo(f"{rec.name}@{rec.version}{'  (yanked)' if rec.yanked else ''}")
+    click.echo(f"  id:          {rec.skill_id}")
+    click.echo(f"  description: {rec.description}")
+    click.echo(f"  digest:      {rec.digest}")
+    click.echo(f"  tar digest:  {rec.tar_digest}")
+    click.echo(f"  size:        {rec.size} bytes, {rec.files} files")
+    click.echo(f"  published:   {_when(rec.created_at)} UTC")
+    click.echo(f"  default:     {skill.default_version}   latest: {skill.latest_version}   versions: {skill.versions}")
+
+
+@click.command("versions")
+@click.argument("name")
+@registry_option
+@format_option
+@library_errors
+def versions(name: str, registry_url: str | None, fmt: str) -> None:
+    """List every version of a skill, newest first (yanked ones marked)."""
+    reg = open_registry_for_cli(registry_url)
+    recs = reg.versions(name)
+    if fmt == "json":
+        emit_json([r.to_dict() for r in recs])
+        return
+    for r in recs:
+        flag = f"  yanked{': ' + r.yank_reason if r.yank_reason else ''}" if r.yanked else ""
+        click.echo(f"{r.version:<16} {r.digest[:23]}…  {_when(r.created_at)}{flag}")
+
+
+@click.command("pull")
+@click.argument("ref")
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True, help="Folder to unpack into (the skill lands in OUT/NAME/).")
+@click.option("--pre", "prereleases", is_flag=True, help="Let ranges match pre-releases.")
+@click.option("--force", is_flag=True, help="Replace an existing OUT/NAME folder.")
+@registry_option
+@format_option
+@library_errors
+def pull(ref: str, out_dir: Path, prereleases: bool, force: bool, registry_url: str | None, fmt: str) -> None:
+    """Fetch a skill version, verify its digest and unpack it safely into OUT/NAME/."""
+    from skillctl.bundle import extract_bundle
+
+    reg = open_registry_for_cli(registry_url)
+    rec = reg.resolve(ref, prereleases=prereleases)
+    data = reg.fetch(rec)
+    folder = extract_bundle(data, out_dir, expected_name=rec.name, overwrite=force, source=f"{rec.name}@{rec.version}")
+    if fmt == "json":
+        emit_json({"name": rec.name, "version": rec.version, "id": rec.id, "digest": rec.digest, "path": str(folder)})
+    else:
+        click.echo(f"{rec.name}@{rec.version} -> {folder}  ({rec.digest})")
+
+
+@click.command("yank")
+@click.argument("ref")
+@click.option("--reason", default="", help="Why (shown by `versions`).")
+@registry_option
+@format_option
+@library_errors
+def yank(ref: str, reason: str, registry_url: str | None, fmt: str) -> None:
+    """Hide NAME@VERSION from ranges and `latest`; exact pins still fetch it."""
+    rec = open_registry_for_cli(registry_url).set_yanked(ref, True, reason)
+    emit_json(rec.to_dict()) if fmt == "json" else click.echo(f"yanked {rec.name}@{rec.version}")
+
+
+@click.command("unyank")
+@click.argument("ref")
+@registry_option
+@format_option
+@library_errors
+def unyank(ref: str, registry_url: str | None, fmt: str) -> None:
+    """Make a yanked NAME@VERSION resolvable by ranges again."""
+    rec = open_registry_for_cli(registry_url).set_yanked(ref, False)
+    emit_json(rec.to_dict()) if fmt == "json" else click.echo(f"unyanked {rec.name}@{rec.version}")
+
+
+@click.command("remove")
+@click.argument("ref")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@registry_option
+@format_option
+@library_errors
+def remove(ref: str, yes: bool, registry_url: str | None, fmt: str) -> None:
+    """Delete NAME@VERSION — only if it was never fetched or locked.
+
+    Once anyone may depend on a version (it was pulled, installed, run or written into a
+    skills.lock), it can only be yanked. This keeps every lockfile ever written reproducible.
+    """
+    reg = open_registry_for_cli(registry_url)
+    if not yes:
+        click.confirm(f"remove {ref} from {reg.url}?", abort=True, err=True)
+    rec = reg.remove(ref)
+    emit_json(rec.to_dict()) if fmt == "json" else click.echo(f"removed {rec.name}@{rec.version} (run `skillctl registry gc` to free its blob)")
+

@@ -1,0 +1,466 @@
+"""The embedded registry: a folder with content-addressed blobs and a SQLite index.
+
+    REGISTRY/
+      registry.json          format marker (refuse to write into a random folder)
+      index.sqlite           skills and versions (WAL, BEGIN IMMEDIATE, busy timeout)
+      blobs/sha256/<hex>     bundle bytes, named by their sha256
+      tmp/                   blobs being written (same file system, so rename is atomic)
+
+Crash safety: a blob is written to tmp/, fsynced and renamed into blobs/ *before* the index row
+that names it is committed, so a publish killed at any point leaves either nothing visible or a
+complete version; the worst leftover is an unreferenced blob, which ``gc`` removes and ``verify``
+reports as a warning. Several processes may publish at once: the version check and the insert
+happen in one ``BEGIN IMMEDIATE`` transaction.
+
+Immutability: (skill, version) is written once. Publishing the same bytes again is a no-op;
+other bytes under the same version are refused. ``yank`` hides a version from ranges and
+``latest`` but keeps it fetchable by exact version. ``remove`` deletes a version only while no one
+can depend on it: never fetched and never locked (otherwise yank it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from skillctl.bundle import sha256_digest
+from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError, VersionError
+from skillctl.protocols import ResolvedSkill
+from skillctl.registry.prepare import PreparedBundle
+from skillctl.registry.records import PublishResult, SkillRecord, VersionRecord
+from skillctl.registry.refs import SkillRef, parse_ref
+from skillctl.versioning import RELEASE_RANK, SemVer
+
+FORMAT = "skillctl-registry"
+FORMAT_VERSION = 1
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 30.0
+# gc leaves young unreferenced blobs alone: they may belong to a publish in flight.
+GC_GRACE_S = 3600
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS skills (
+    id          TEXT PRIMARY KEY,
+    name        TEXT NOT NULL UNIQUE,
+    created_at  INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS versions (
+    skill_id     TEXT NOT NULL REFERENCES skills(id),
+    version      TEXT NOT NULL,
+    public       TEXT NOT NULL,
+    major        INTEGER NOT NULL,
+    minor        INTEGER NOT NULL,
+    patch        INTEGER NOT NULL,
+    pre_rank     INTEGER NOT NULL,
+    pre_num      INTEGER NOT NULL,
+    description  TEXT NOT NULL,
+    front_matter TEXT NOT NULL,
+    digest       TEXT NOT NULL,
+    tar_digest   TEXT NOT NULL,
+    size         INTEGER NOT NULL,
+    files        INTEGER NOT NULL,
+    created_at   INTEGER NOT NULL,
+    yanked       INTEGER NOT NULL DEFAULT 0,
+    yank_reason  TEXT NOT NULL DEFAULT '',
+    fetches      INTEGER NOT NULL DEFAULT 0,
+    locks        INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (skill_id, public)
+);
+CREATE INDEX IF NOT EXISTS versions_order
+    ON versions (skill_id, major DESC, minor DESC, patch DESC, pre_rank DESC, pre_num DESC);
+CREATE INDEX IF NOT EXISTS versions_digest ON versions (digest);
+"""
+
+_COLS = "v.skill_id, s.name, v.version, v.description, v.digest, v.tar_digest, v.size, v.files, v.created_at, v.yanked, v.yank_reason, v.front_matter"
+
+
+def _record(row: tuple[Any, ...]) -> VersionRecord:
+    return VersionRecord(
+        skill_id=row[0], name=row[1], version=row[2], description=row[3], digest=row[4], tar_digest=row[5],
+        size=row[6], files=row[7], created_at=row[8], yanked=bool(row[9]), yank_reason=row[10],
+        front_matter=json.loads(row[11]),
+    )
+
+
+@dataclass(frozen=True)
+class Problem:
+    severity: str  # "error" | "warning"
+    kind: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"severity": self.severity, "kind": self.kind, "message": self.message}
+
+
+class LocalRegistry:
+    """A registry folder on this machine (the embedded default)."""
+
+    def __init__(self, root: Path, *, create: bool = True) -> None:
+        self.root = Path(root)
+        self._conn: sqlite3.Connection | None = None
+        self._open(create)
+
+    @property
+    def url(self) -> str:
+        return str(self.root)
+
+    def __repr__(self) -> str:
+        return f"LocalRegistry({str(self.root)!r})"
+
+    # ------------------------------------------------------------------ setup
+
+    def _open(self, create: bool) -> None:
+        marker = self.root / "registry.json"
+        if not marker.exists():
+            if self.root.exists() and any(self.root.iterdir()):
+                raise RegistryError(
+                    f"{self.root} is not a skillctl registry (no registry.json) and not empty; choose another folder"
+                )
+            if not create:
+                raise RegistryError(f"no registry at {self.root}; publish something first or check --registry")
+            try:
+                (self.root / "blobs" / "sha256").mkdir(parents=True, exist_ok=True)
+                (self.root / "tmp").mkdir(exist_ok=True)
+                self._atomic_write(marker, json.dumps({"format": FORMAT, "version": FORMAT_VERSION}).encode() + b"\n")
+            except OSError as exc:
+                raise RegistryError(f"cannot create registry at {self.root}: {exc.strerror or exc}") from None
+        else:
+            try:
+                info = json.loads(marker.read_text("utf-8"))
+            except (OSError, ValueError) as exc:
+                raise RegistryError(f"{marker} is unreadable or corrupt ({exc}); restore it or use another folder") from None
+            if info.get("format") != FORMAT or not isinstance(info.get("version"), int):
+                raise RegistryError(f"{marker} does not describe a skillctl registry")
+            if info["version"] > FORMAT_VERSION:
+                raise RegistryError(
+                    f"registry at {self.root} has format {info['version']}; this skillctl reads up to {FORMAT_VERSION} — upgrade skillctl"
+                )
+            (self.root / "tmp").mkdir(exist_ok=True)
+            (self.root / "blobs" / "sha256").mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(self.root / "index.sqlite", timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            with self._tx(conn):
+                if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                    conn.executescript("")  # no-op; executescript would COMMIT, so create statements one by one
+                    for stmt in filter(str.strip, _SCHEMA.split(";")):
+                        conn.execute(stmt)
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            raise RegistryError(f"registry index {self.root / 'index.sqlite'} is unusable: {exc}") from None
+        self._conn = conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> "LocalRegistry":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RegistryError("registry is closed")
+        return self._conn
+
+    @staticmethod
+    @contextmanager
+    def _tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        else:
+            conn.execute("COMMIT")
+
+    # ------------------------------------------------------------------ blobs
+
+    def blob_path(self, digest: str) -> Path:
+        algo, _, hexd = digest.partition(":")
+        if algo != "sha256" or len(hexd) != 64 or not all(c in "0123456789abcdef" for c in hexd):
+            raise IntegrityError(f"malformed digest '{digest}'")
+        return self.root / "blobs" / "sha256" / hexd
+
+    def _atomic_write(self, target: Path, data: bytes) -> None:
+        tmp_dir = self.root / "tmp"
+        tmp_dir.mkdir(parents=True, exist_ok=True)
+        tmp = tmp_dir / f"{target.name}.{os.getpid()}.{secrets.token_hex(4)}.part"
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        dir_fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def _store_blob(self, data: bytes, digest: str) -> None:
+        path = self.blob_path(digest)
+        if path.exists():
+            try:
+                if sha256_digest(path.read_bytes()) == digest:
+                    os.utime(path)  # fresh mtime: gc's grace period now covers this publish
+                    return
+            except OSError:
+                pass  # rewrite a damaged or unreadable blob below
+        self._atomic_write(path, data)
+
+    def read_blob(self, digest: str) -> bytes:
+        path = self.blob_path(digest)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise IntegrityError(
+                f"blob {digest} is missing from {self.root}; run: skillctl registry verify --registry {self.root}"
+            ) from None
+        actual = sha256_digest(data)
+        if actual != digest:
+            raise IntegrityError(
+                f"blob {digest} in {self.root} is corrupt (its content hashes to {actual}); it was not used — "
+                f"run: skillctl registry verify --registry {self.root}"
+            )
+        return data
+
+    # ------------------------------------------------------------------ publish
+
+    def publish(self, bundle: PreparedBundle) -> PublishResult:
+        sv = SemVer.parse(bundle.version)
+        if sha256_digest(bundle.data) != bundle.digest:
+            raise IntegrityError(f"{bundle.name}@{bundle.version}: bundle bytes do not match their digest")
+        self._store_blob(bundle.data, bundle.digest)
+        now = int(time.time())
+        with self._tx(self.conn) as c:
+            row = c.execute("SELECT id FROM skills WHERE name = ?", (bundle.name,)).fetchone()
+            if row is None:
+                skill_id = "skill_" + secrets.token_hex(12)
+                c.execute("INSERT INTO skills (id, name, created_at) VALUES (?, ?, ?)", (skill_id, bundle.name, now))
+            else:
+                skill_id = row[0]
+            existing = c.execute(
+                f"SELECT {_COLS} FROM versions v JOIN skills s ON s.id = v.skill_id WHERE v.skill_id = ? AND v.public = ?",
+                (skill_id, sv.public),
+            ).fetchone()
+            if existing is not None:
+                rec = _record(existing)
+                if rec.digest == bundle.digest:
+                    return PublishResult("unchanged", rec)
+                raise ImmutableVersionError(
+                    f"{bundle.name}@{rec.version} is already published with other content ({rec.digest[:19]}…, "
+                    f"now {bundle.digest[:19]}…); versions are immutable — bump it: skillctl version PATH patch"
+                )
+            mj, mn, pt, rank, num = sv.order
+            c.execute(
+                "INSERT INTO versions (skill_id, version, public, major, minor, patch, pre_rank, pre_num, description,"
+                " front_matter, digest, tar_digest, size, files, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    skill_id, str(sv), sv.public, mj, mn, pt, rank, num, bundle.description,
+                    json.dumps(bundle.front_matter, sort_keys=True, ensure_ascii=False), bundle.digest, bundle.tar_digest,
+                    bundle.size, len(bundle.files), now,
+                ),
+            )
+            rec = _record(
+                c.execute(
+                    f"SELECT {_COLS} FROM versions v JOIN skills s ON s.id = v.skill_id WHERE v.skill_id = ? AND v.public = ?",
+                    (skill_id, sv.public),
+                ).fetchone()
+            )
+        return PublishResult("published", rec)
+
+    # ------------------------------------------------------------------ lookup
+
+    def _skill_row(self, ref: SkillRef) -> tuple[str, str]:
+        if ref.skill_id:
+            row = self.conn.execute("SELECT id, name FROM skills WHERE id = ?", (ref.skill_id,)).fetchone()
+        else:
+            row = self.conn.execute("SELECT id, name FROM skills WHERE name = ?", (ref.name,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no skill '{ref.subject}' in registry {self.url}; see: skillctl list --registry {self.url}")
+        return row[0], row[1]
+
+    def resolve_record(self, ref: str | SkillRef, *, prereleases: bool = False) -> VersionRecord:
+        r = parse_ref(ref) if isinstance(ref, str) else ref
+        skill_id, name = self._skill_row(r)
+        exact = r.exact_version
+        if exact is not None:
+            sv = SemVer.parse(exact)
+            row = self.conn.execute(
+                f"SELECT {_COLS} FROM versions v JOIN skills s ON s.id = v.skill_id WHERE v.skill_id = ? AND v.public = ?",
+                (skill_id, sv.public),
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"{name}@{exact} is not published in {self.url}; see: skillctl versions {name}")
+            return _record(row)
+        sql = f"SELECT {_COLS}, v.major, v.minor, v.patch, v.pre_rank, v.pre_num FROM versions v JOIN skills s ON s.id = v.skill_id WHERE v.skill_id = ? AND v.yanked = 0"
+        params: list[Any] = [skill_id]
+        bound = r.range.upper_bound()
+        if bound is not None:
+            sql += f" AND (v.major, v.minor, v.patch, v.pre_rank, v.pre_num) {'<=' if bound[1] else '<'} (?,?,?,?,?)"
+            params += list(bound[0])
+        if not (prereleases or r.range.names_prerelease):
+            sql += f" AND v.pre_rank = {RELEASE_RANK}"
+        sql += " ORDER BY v.major DESC, v.minor DESC, v.patch DESC, v.pre_rank DESC, v.pre_num DESC"
+        for row in self.conn.execute(sql, params):
+            sv = SemVer.from_order(row[12:17])
+            if r.range.matches(sv, prereleases=prereleases):
+                return _record(row[:12])
+        available = [v.version for v in self.versions(skill_id)[:8]]
+        raise NotFoundError(
+            f"no version of {name} matches '{r.range}' in {self.url}"
+            + (f" (newest: {', '.join(available)}; yanked versions match only by exact version)" if available else " (it has no versions)")
+        )
+
+    def resolve(self, ref: str, *, prereleases: bool = False) -> ResolvedSkill:
+        return self.resolve_record(ref, prereleases=prereleases).resolved()
+
+    def fetch(self, skill: ResolvedSkill) -> bytes:
+        data = self.read_blob(skill.digest)
+        with self._tx(self.conn) as c:
+            c.execute("UPDATE versions SET fetches = fetches + 1 WHERE skill_id = ? AND digest = ?", (skill.id, skill.digest))
+        return data
+
+    def mark_locked(self, skill: ResolvedSkill) -> None:
+        with self._tx(self.conn) as c:
+            c.execute("UPDATE versions SET locks = locks + 1 WHERE skill_id = ? AND digest = ?", (skill.id, skill.digest))
+
+    def versions(self, name_or_id: str) -> list[VersionRecord]:
+        skill_id, _ = self._skill_row(parse_ref(name_or_id))
+        rows = self.conn.execute(
+            f"SELECT {_COLS} FROM versions v JOIN skills s ON s.id = v.skill_id WHERE v.skill_id = ?"
+            " ORDER BY v.major DESC, v.minor DESC, v.patch DESC, v.pre_rank DESC, v.pre_num DESC",
+            (skill_id,),
+        )
+        return [_record(r) for r in rows]
+
+    def _summary(self, skill_id: str, name: str, created_at: int) -> SkillRecord:
+        order = " ORDER BY v.major DESC, v.minor DESC, v.patch DESC, v.pre_rank DESC, v.pre_num DESC LIMIT 1"
+        base = f"SELECT {_COLS} FROM versions v JOIN skills s ON s.id = v.skill_id WHERE v.skill_id = ? AND v.yanked = 0"
+        latest = self.conn.execute(base + order, (skill_id,)).fetchone()
+        default = self.conn.execute(base + f" AND v.pre_rank = {RELEASE_RANK}" + order, (skill_id,)).fetchone()
+        count = self.conn.execute("SELECT COUNT(*) FROM versions WHERE skill_id = ?", (skill_id,)).fetchone()[0]
+        desc_row = default or latest
+        return SkillRecord(
+            id=skill_id,
+            name=name,
+            description=_record(desc_row).description if desc_row else "",
+            created_at=created_at,
+            latest_version=_record(latest).version if latest else None,
+            default_version=_record(default).version if default else None,
+            versions=count,
+        )
+
+    def list_skills(self) -> list[SkillRecord]:
+        rows = self.conn.execute("SELECT id, name, created_at FROM skills ORDER BY name").fetchall()
+        return [self._summary(*r) for r in rows]
+
+    def get_skill(self, name_or_id: str) -> SkillRecord:
+        skill_id, name = self._skill_row(parse_ref(name_or_id))
+        created = self.conn.execute("SELECT created_at FROM skills WHERE id = ?", (skill_id,)).fetchone()[0]
+        return self._summary(skill_id, name, created)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _exact(self, ref: str, verb: str) -> VersionRecord:
+        r = parse_ref(ref)
+        if r.exact_version is None:
+            raise VersionError(f"{verb} needs an exact version, e.g. {r.subject}@1.2.3 (got '{ref}')")
+        return self.resolve_record(r)
+
+    def set_yanked(self, ref: str, yanked: bool, reason: str = "") -> VersionRecord:
+        rec = self._exact(ref, "yank" if yanked else "unyank")
+        with self._tx(self.conn) as c:
+            c.execute(
+                "UPDATE versions SET yanked = ?, yank_reason = ? WHERE skill_id = ? AND version = ?",
+                (int(yanked), reason if yanked else "", rec.skill_id, rec.version),
+            )
+        return self._exact(ref, "yank")
+
+    def remove(self, ref: str) -> VersionRecord:
+        rec = self._exact(ref, "remove")
+        with self._tx(self.conn) as c:
+            fetches, locks = c.execute(
+                "SELECT fetches, locks FROM versions WHERE skill_id = ? AND version = ?", (rec.skill_id, rec.version)
+            ).fetchone()
+            if fetches or locks:
+                raise RegistryError(
+                    f"{rec.name}@{rec.version} has been fetched {fetches}× and locked {locks}×, so someone may depend on it; "
+                    f"yank it instead: skillctl yank {rec.name}@{rec.version}"
+                )
+            c.execute("DELETE FROM versions WHERE skill_id = ? AND version = ?", (rec.skill_id, rec.version))
+            if c.execute("SELECT COUNT(*) FROM versions WHERE skill_id = ?", (rec.skill_id,)).fetchone()[0] == 0:
+                c.execute("DELETE FROM skills WHERE id = ?", (rec.skill_id,))
+        return rec
+
+    # ------------------------------------------------------------------ maintenance
+
+    def verify(self) -> list[Problem]:
+        """Re-hash every blob and check the index; errors mean something is damaged."""
+        problems: list[Problem] = []
+        ok = self.conn.execute("PRAGMA integrity_check").fetchone()[0]
+        if ok != "ok":
+            problems.append(Problem("error", "index", f"SQLite integrity check failed: {ok}"))
+        referenced: set[str] = set()
+        for row in self.conn.execute(f"SELECT {_COLS} FROM versions v JOIN skills s ON s.id = v.skill_id ORDER BY s.name, v.public"):
+            rec = _record(row)
+            referenced.add(rec.digest)
+            path = self.blob_path(rec.digest)
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                problems.append(Problem("error", "missing", f"{rec.name}@{rec.version}: blob {rec.digest} is missing"))
+                continue
+            except OSError as exc:
+                problems.append(Problem("error", "unreadable", f"{rec.name}@{rec.version}: blob {rec.digest}: {exc.strerror}"))
+                continue
+            actual = sha256_digest(data)
+            if actual != rec.digest:
+                problems.append(
+                    Problem("error", "corrupt", f"{rec.name}@{rec.version}: blob {rec.digest} hashes to {actual}")
+                )
+            elif len(data) != rec.size:
+                problems.append(Problem("error", "size", f"{rec.name}@{rec.version}: size {len(data)} != indexed {rec.size}"))
+        for path in sorted((self.root / "blobs" / "sha256").iterdir()):
+            if f"sha256:{path.name}" not in referenced:
+                problems.append(Problem("warning", "orphan", f"blob sha256:{path.name} is not referenced (run: skillctl registry gc)"))
+        for path in sorted((self.root / "tmp").iterdir()):
+            problems.append(Problem("warning", "temp", f"leftover temporary file {path.name} (an interrupted publish; gc removes it)"))
+        return problems
+
+    def gc(self, *, dry_run: bool = False, grace_s: int = GC_GRACE_S) -> list[str]:
+        """Remove unreferenced blobs and leftover temp files older than ``grace_s``."""
+        referenced = {r[0] for r in self.conn.execute("SELECT DISTINCT digest FROM versions")}
+        cutoff = time.time() - grace_s
+        removed: list[str] = []
+        candidates = [p for p in (self.root / "blobs" / "sha256").iterdir() if f"sha256:{p.name}" not in referenced]
+        candidates += list((self.root / "tmp").iterdir())
+        for path in sorted(candidates):
+            try:
+                if path.stat().st_mtime > cutoff:
+                    continue
+                if not dry_run:
+                    path.unlink()
+            except FileNotFoundError:
+                continue
+            removed.append(str(path.relative_to(self.root)))
+        return removed

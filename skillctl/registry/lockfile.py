@@ -1,0 +1,202 @@
+"""Declared skills (``skills.yaml``) and their resolution (``skills.lock``).
+
+``skills.yaml`` is what a project asks for; ranges allowed::
+
+    skills:
+      tally: ^1.0
+      csv-sql: 1.1.0
+    prereleases: false     # optional
+
+``skills.lock`` is JSON (sorted keys, stable bytes) with, per skill, the exact version, stable id
+and the sha256 of the bundle and of its uncompressed tar, plus a copy of the requirements it was
+resolved from, so a lock that no longer matches skills.yaml is detected (``install --frozen``
+refuses it). Every install re-verifies every digest against the lock: a registry that serves
+other bytes for a locked version is refused, never trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from skillctl.bundle import extract_bundle, sha256_digest
+from skillctl.errors import IntegrityError, LockError, SkillctlError
+from skillctl.protocols import ResolvedSkill
+from skillctl.registry.refs import NAME_RE, parse_ref
+
+LOCK_VERSION = 1
+REQUIREMENTS_FILE = "skills.yaml"
+LOCK_FILE = "skills.lock"
+
+
+@dataclass(frozen=True)
+class Requirements:
+    skills: dict[str, str]  # name -> range
+    prereleases: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"skills": dict(sorted(self.skills.items())), "prereleases": self.prereleases}
+
+
+@dataclass(frozen=True)
+class LockedSkill:
+    name: str
+    requested: str
+    id: str
+    version: str
+    digest: str
+    tar_digest: str
+    size: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "version": self.version,
+            "requested": self.requested,
+            "digest": self.digest,
+            "tar_digest": self.tar_digest,
+            "size": self.size,
+        }
+
+    def as_resolved(self, description: str = "") -> ResolvedSkill:
+        return ResolvedSkill(self.id, self.name, self.version, description, self.digest, self.tar_digest, self.size)
+
+
+@dataclass(frozen=True)
+class Lock:
+    requirements: Requirements
+    skills: tuple[LockedSkill, ...]
+
+    def to_json(self) -> str:
+        doc = {
+            "lockfile_version": LOCK_VERSION,
+            "requirements": self.requirements.to_dict(),
+            "skills": {s.name: s.to_dict() for s in sorted(self.skills, key=lambda s: s.name)},
+        }
+        return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+    def is_stale(self, current: Requirements) -> bool:
+        return self.requirements.to_dict() != current.to_dict()
+
+
+def load_requirements(path: Path) -> Requirements:
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        raise LockError(f"{path} not found; declare skills there, e.g. 'skills: {{tally: ^1.0}}'") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LockError(f"cannot read {path}: {exc}") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark else ""
+        raise LockError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict) or not isinstance(doc.get("skills", {}), dict):
+        raise LockError(f"{path}: expected a mapping with 'skills: {{NAME: RANGE}}'")
+    unknown = set(doc) - {"skills", "prereleases"}
+    if unknown:
+        raise LockError(f"{path}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; allowed: skills, prereleases")
+    skills: dict[str, str] = {}
+    for name, rng in (doc.get("skills") or {}).items():
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            raise LockError(f"{path}: '{name}' is not a skill name (lowercase letters, digits and '-')")
+        if rng is None:
+            rng = "latest"
+        if not isinstance(rng, str):
+            raise LockError(f"{path}: skills.{name}: write the range as a quoted string, e.g. \"{rng}\"")
+        try:
+            parse_ref(f"{name}@{rng}")
+        except SkillctlError as exc:
+            raise LockError(f"{path}: skills.{name}: {exc}") from None
+        skills[name] = rng
+    pre = doc.get("prereleases", False)
+    if not isinstance(pre, bool):
+        raise LockError(f"{path}: prereleases must be true or false")
+    return Requirements(skills, pre)
+
+
+def resolve_lock(req: Requirements, registry: Any, *, progress: Callable[[str], None] | None = None) -> Lock:
+    locked = []
+    for name, rng in sorted(req.skills.items()):
+        rec = registry.resolve(f"{name}@{rng}", prereleases=req.prereleases)
+        if progress:
+            progress(f"locked {name} {rng} -> {rec.version} ({rec.digest[:19]}…)")
+        mark = getattr(registry, "mark_locked", None)
+        if mark is not None:
+            mark(rec)
+        locked.append(LockedSkill(name, rng, rec.id, rec.version, rec.digest, rec.tar_digest, rec.size))
+    return Lock(req, tuple(locked))
+
+
+def read_lock(path: Path) -> Lock:
+    try:
+        doc = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise LockError(f"{path} not found; create it with: skillctl lock") from None
+    except (OSError, ValueError) as exc:
+        raise LockError(f"{path} is unreadable or not JSON ({exc}); regenerate it with: skillctl lock") from None
+    try:
+        if doc["lockfile_version"] != LOCK_VERSION:
+            raise LockError(f"{path}: lockfile_version {doc['lockfile_version']} is not supported (expected {LOCK_VERSION})")
+        r = doc["requirements"]
+        req = Requirements(dict(r["skills"]), bool(r.get("prereleases", False)))
+        skills = []
+        for name, s in doc["skills"].items():
+            for key in ("id", "version", "digest"):
+                if not isinstance(s.get(key), str):
+                    raise LockError(f"{path}: skills.{name}.{key} is missing or not a string")
+            skills.append(
+                LockedSkill(name, s.get("requested", ""), s["id"], s["version"], s["digest"], s.get("tar_digest", ""), int(s.get("size", 0)))
+            )
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise LockError(f"{path} is malformed ({exc!r}); regenerate it with: skillctl lock") from None
+    return Lock(req, tuple(skills))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path("."))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def fetch_locked(registry: Any, skill: LockedSkill) -> tuple[ResolvedSkill, bytes]:
+    """Fetch exactly what the lock names, verifying the registry still serves the same bytes."""
+    rec = registry.resolve(f"{skill.id}@{skill.version}")
+    if rec.digest != skill.digest:
+        raise IntegrityError(
+            f"{skill.name}@{skill.version}: the registry now serves {rec.digest[:19]}… but skills.lock pins "
+            f"{skill.digest[:19]}…; refusing — the version was changed behind your back"
+        )
+    data = registry.fetch(rec)
+    if sha256_digest(data) != skill.digest:
+        raise IntegrityError(f"{skill.name}@{skill.version}: fetched bytes do not match skills.lock ({skill.digest[:19]}…)")
+    return rec, data
+
+
+def install(lock: Lock, registry: Any, dest: Path, *, progress: Callable[[str], None] | None = None) -> list[Path]:
+    dest.mkdir(parents=True, exist_ok=True)
+    out = []
+    for skill in sorted(lock.skills, key=lambda s: s.name):
+        _, data = fetch_locked(registry, skill)
+        folder = extract_bundle(data, dest, expected_name=skill.name, overwrite=True, source=f"{skill.name}@{skill.version}")
+        if progress:
+            progress(f"installed {skill.name}@{skill.version} -> {folder}")
+        out.append(folder)
+    return out

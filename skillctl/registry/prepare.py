@@ -1,0 +1,84 @@
+"""Turning what a user hands to ``publish`` (a skill folder or a bundle file) into one checked,
+versioned bundle. The registry never stores a skill the validator rejects, and a bundle is
+opened with the hostile-archive checks before anything in it is believed."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skillctl.bundle import extract_bundle, pack, read_bundle
+from skillctl.errors import SkillError, VersionError
+from skillctl.skill import Skill, check_skill, load_skill
+from skillctl.versioning import SemVer
+
+
+@dataclass(frozen=True)
+class PreparedBundle:
+    name: str
+    version: str
+    description: str
+    front_matter: dict[str, Any]
+    data: bytes
+    digest: str
+    tar_digest: str
+    files: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+
+def choose_version(skill: Skill, override: str | None, where: str) -> str:
+    declared = skill.version
+    if override is not None:
+        v = SemVer.parse(override)
+        if declared is not None and not SemVer.parse(declared).same_as(v):
+            raise VersionError(
+                f"{where}: --version {override} contradicts metadata.version {declared} in SKILL.md; "
+                f"bump it with: skillctl version {where} {override}"
+            )
+        return str(v)
+    if declared is None:
+        raise VersionError(
+            f"{where}: no version; add metadata.version to SKILL.md (skillctl version {where} 0.1.0) or pass --version"
+        )
+    return str(SemVer.parse(declared))
+
+
+def prepare_folder(folder: Path, *, version: str | None = None, mtime: int | None = None) -> PreparedBundle:
+    skill = load_skill(folder)
+    ver = choose_version(skill, version, str(folder))
+    packed = pack(folder, skill.name, mtime=mtime)
+    return PreparedBundle(
+        skill.name, ver, skill.description, skill.front_matter(), packed.data, packed.digest, packed.tar_digest, packed.files
+    )
+
+
+def prepare_bundle_bytes(data: bytes, *, source: str, version: str | None = None) -> PreparedBundle:
+    """Check a bundle from elsewhere: safe to open, a valid skill inside, a usable version."""
+    contents = read_bundle(data, source=source)
+    with tempfile.TemporaryDirectory(prefix="skillctl-check-") as tmp:
+        folder = extract_bundle(data, Path(tmp), source=source)
+        report = check_skill(folder, contents.name)
+        if report.skill is None:
+            first = report.errors[0].format() if report.errors else "invalid skill"
+            raise SkillError(f"bundle {source} holds an invalid skill: {first}")
+        skill = report.skill
+    ver = choose_version(skill, version, source)
+    return PreparedBundle(
+        skill.name, ver, skill.description, skill.front_matter(), data, contents.digest, contents.tar_digest,
+        tuple(sorted(contents.files)),
+    )
+
+
+def prepare_path(path: Path, *, version: str | None = None) -> PreparedBundle:
+    if path.is_dir():
+        return prepare_folder(path, version=version)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SkillError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return prepare_bundle_bytes(data, source=str(path), version=version)

@@ -1,0 +1,86 @@
+"""Registry records, with JSON shapes that follow the hosted skills APIs where they overlap
+(``id``, ``object``, ``name``, ``description``, ``created_at``, ``default_version``,
+``latest_version``; versions carry ``skill_id`` and ``version``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillctl.protocols import ResolvedSkill
+
+
+@dataclass(frozen=True)
+class VersionRecord:
+    skill_id: str
+    name: str
+    version: str
+    description: str
+    digest: str
+    tar_digest: str
+    size: int
+    files: int
+    created_at: int  # unix seconds, as the hosted APIs report it
+    yanked: bool = False
+    yank_reason: str = ""
+    front_matter: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def resolved(self) -> ResolvedSkill:
+        return ResolvedSkill(
+            id=self.skill_id,
+            name=self.name,
+            version=self.version,
+            description=self.description,
+            digest=self.digest,
+            tar_digest=self.tar_digest,
+            size=self.size,
+            yanked=self.yanked,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "object": "skill.version",
+            "skill_id": self.skill_id,
+            "name": self.name,
+            "version": self.version,
+            "description": self.description,
+            "digest": self.digest,
+            "tar_digest": self.tar_digest,
+            "size": self.size,
+            "files": self.files,
+            "created_at": self.created_at,
+            "yanked": self.yanked,
+            **({"yank_reason": self.yank_reason} if self.yank_reason else {}),
+        }
+
+
+@dataclass(frozen=True)
+class SkillRecord:
+    id: str
+    name: str
+    description: str  # of the default version (else the latest one)
+    created_at: int
+    latest_version: str | None  # highest version, pre-releases included, yanked excluded
+    default_version: str | None  # what "latest" resolves to: highest non-yanked release
+    versions: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "skill",
+            "name": self.name,
+            "description": self.description,
+            "created_at": self.created_at,
+            "default_version": self.default_version,
+            "latest_version": self.latest_version,
+            "versions": self.versions,
+        }
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    status: str  # "published" | "unchanged"
+    record: VersionRecord
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, **self.record.to_dict()}
