@@ -1,0 +1,437 @@
+"""The Docker sandbox: one hardened container per run, one ``docker exec`` per command.
+
+Lifecycle: ``start`` reaps orphans, then creates and starts a container whose only process
+sleeps for the TTL (``container/entrypoint.sh``); ``exec`` runs each command as its own exec in
+``/workspace`` with an explicit environment; ``stop`` force-removes the container and its
+volumes. Use it as a context manager, or call ``stop`` in a ``finally``; see ``cleanup`` for
+what happens on signals and ``reaper`` for what happens after SIGKILL.
+
+Timeouts, two of them. Inside the container the command runs under
+``timeout -k KILL_AFTER N sh -c CMD``, which really kills it (``docker exec`` forwards no
+signals, and the Docker API cannot kill an exec). The host waits N + ``host_grace_s`` more; if
+even that passes, the daemon or the container is stuck and ``SandboxTimeout`` is raised.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shlex
+import signal
+import tarfile
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
+from pathlib import PurePosixPath
+from typing import Any, Sequence
+
+from skillctl.errors import SandboxError, SandboxTimeout
+from skillctl.protocols import ExecResult
+from skillctl.sandbox import cleanup
+from skillctl.sandbox.client import daemon_error, docker_client, retry
+from skillctl.sandbox.output import CappedCapture
+from skillctl.sandbox.reaper import Owner, reap
+from skillctl.sandbox.settings import (
+    LABEL_EXPIRES,
+    LABEL_MANAGED,
+    LABEL_OWNER,
+    LABEL_RUN_ID,
+    SandboxSettings,
+)
+
+# Exit codes of `timeout -k K N cmd` (GNU coreutils):
+#   124  N passed and SIGTERM ended the command          -> outcome "timeout"
+#   137  it ignored SIGTERM and SIGKILL ended it K later -> outcome "timeout" (128 + 9)
+#   143  `timeout` itself got SIGTERM from outside (the container is being stopped) and passed
+#        it on; that is not our deadline, so it stays an ordinary exit (128 + 15).
+# A command may also exit 124 or 137 on its own (or be OOM-killed: 137) before N; only a run
+# that lasted at least N counts as a timeout.
+_TIMEOUT_EXIT_CODES = (124, 137)
+
+_SAFE_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+def _seconds(value: float) -> str:
+    """A duration for GNU timeout: plain decimal seconds with a unit, never exponent form."""
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return f"{text or '0'}s"
+
+
+class DockerSandbox:
+    """``skillctl.protocols.Sandbox`` on a local Docker Engine. See the module docstring."""
+
+    skills_root = "/skills"  # where skills are unpacked, as commands see it
+
+    def __init__(self, settings: SandboxSettings | None = None, *, client: Any | None = None, **overrides: Any):
+        base = settings or SandboxSettings()
+        self.settings = base.replace(**overrides) if overrides else base
+        self.run_id = self.settings.run_id or uuid.uuid4().hex[:12]
+        self.name = f"skillctl-{self.run_id}"
+        self._client = client
+        self._container: Any | None = None
+        self._ids: dict[str, tuple[int, int]] = {}
+        self.reaped: list[str] = []
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = docker_client()
+        return self._client
+
+    @property
+    def container_id(self) -> str | None:
+        return self._container.id if self._container is not None else None
+
+    def __enter__(self) -> "DockerSandbox":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def _mounts(self) -> list[Any]:
+        from docker.types import DriverConfig, Mount
+
+        uid, gid = self._numeric_user(self.settings.user) or (0, 0)  # settings insist on uid:gid
+
+        # tmpfs-backed *volumes*, not plain tmpfs mounts: the Docker archive API writes into a
+        # plain tmpfs's underlying (hidden) folder instead of the tmpfs, and refuses every path
+        # outside a volume when the root filesystem is read-only. Volumes take put_archive
+        # correctly, are size-capped, and go away with the container.
+        def tmpfs_volume(target: str, size: str, options: str) -> Mount:
+            return Mount(
+                target,
+                None,
+                type="volume",
+                driver_config=DriverConfig(
+                    "local", {"type": "tmpfs", "device": "tmpfs", "o": f"size={size},{options},nosuid,nodev"}
+                ),
+            )
+
+        return [
+            tmpfs_volume("/skills", self.settings.skills_size, "mode=0755,uid=0,gid=0"),
+            tmpfs_volume(self.settings.workdir, self.settings.workspace_size, f"mode=0755,uid={uid},gid={gid}"),
+            tmpfs_volume("/tmp", self.settings.tmp_size, "mode=1777"),
+        ]
+
+    def start(self) -> None:
+        """Reap orphans, then create and start the container. Idempotent."""
+        import docker.errors
+
+        if self._container is not None:
+            return
+        client = self.client
+        self.reaped = reap(client)
+        s = self.settings
+        try:
+            client.images.get(s.image)
+        except docker.errors.ImageNotFound:
+            raise SandboxError(
+                f"image {s.image} is not built: run `skillctl image build` (offline) first"
+            ) from None
+        except docker.errors.APIError as exc:
+            raise daemon_error(f"looking up image {s.image}", exc) from exc
+        labels = dict(s.labels)
+        labels.update(
+            {
+                LABEL_MANAGED: "1",
+                LABEL_RUN_ID: self.run_id,
+                LABEL_OWNER: Owner.current().label(),
+                LABEL_EXPIRES: str(int(time.time()) + s.ttl_s),
+            }
+        )
+        cleanup.register(self)  # before create: a signal in between must still find the name
+        try:
+            self._container = client.containers.create(
+                s.image,
+                command=[str(s.ttl_s)],
+                name=self.name,
+                labels=labels,
+                user=s.user,
+                working_dir=s.workdir,
+                environment=dict(s.env),
+                network_mode=s.network,
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                pids_limit=s.pids_limit,
+                mem_limit=s.memory,
+                memswap_limit=s.memory,  # no swap beyond the memory limit
+                nano_cpus=int(s.cpus * 1e9),
+                init=True,  # reaps zombies of killed commands
+                read_only=s.read_only,
+                auto_remove=True,  # an orphan whose TTL ran out disappears by itself
+                mounts=self._mounts(),
+                hostname="sandbox",
+                stdin_open=False,
+                tty=False,
+            )
+            self._container.start()
+        except docker.errors.APIError as exc:
+            self.stop()
+            raise daemon_error(f"starting sandbox container {self.name}", exc) from exc
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Remove the container and its volumes. Idempotent; safe after a failed start."""
+        import docker.errors
+
+        cleanup.unregister(self)
+        if self._client is None:
+            return
+        target = self._container.id if self._container is not None else self.name
+        self._container = None
+        try:
+            retry(lambda: self._client.api.remove_container(target, force=True, v=True))
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if "already in progress" not in str(exc):
+                raise daemon_error(f"removing sandbox container {target}", exc) from exc
+
+    def _require_started(self) -> str:
+        if self._container is None:
+            raise SandboxError("the sandbox is not started: call start() or use it in a `with` block")
+        return self._container.id
+
+    # ------------------------------------------------------------------ exec
+
+    def exec(
+        self,
+        command: str,
+        *,
+        timeout_s: float = 60.0,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        user: str | None = None,
+    ) -> ExecResult:
+        """Run ``command`` with ``sh -c`` in its own exec; see the module docstring for timeouts."""
+        import docker.errors
+
+        cid = self._require_started()
+        if not timeout_s > 0:
+            raise SandboxError(f"timeout must be a positive number of seconds, got {timeout_s}")
+        s = self.settings
+        argv = ["timeout", "-k", _seconds(s.kill_after_s), _seconds(timeout_s), "sh", "-c", command]
+        environment = dict(s.env)
+        environment.update(env or {})
+        api = self.client.api
+        try:
+            exec_id = retry(
+                lambda: api.exec_create(
+                    cid, argv, stdout=True, stderr=True, stdin=False, tty=False,
+                    user=user or s.user, workdir=cwd or s.workdir, environment=environment,
+                )
+            )["Id"]
+        except docker.errors.APIError as exc:
+            raise self._exec_error(exc) from exc
+
+        out, err = CappedCapture(s.max_capture_bytes), CappedCapture(s.max_capture_bytes)
+        started = time.monotonic()
+        try:
+            # Not retried: once started, the command may have run.
+            stream = api.exec_start(exec_id, stream=True, demux=True)
+        except docker.errors.APIError as exc:
+            raise self._exec_error(exc) from exc
+        failure: list[BaseException] = []
+
+        def pump() -> None:
+            try:
+                for chunk_out, chunk_err in stream:
+                    if chunk_out:
+                        out.feed(chunk_out)
+                    if chunk_err:
+                        err.feed(chunk_err)
+            except BaseException as exc:  # surfaced on the caller's thread
+                failure.append(exc)
+
+        reader = threading.Thread(target=pump, name=f"{self.name}-exec", daemon=True)
+        reader.start()
+        reader.join(timeout_s + s.kill_after_s + s.host_grace_s)
+        if reader.is_alive():
+            with suppress(Exception):
+                stream.close()
+            self._kill_exec(exec_id)
+            raise SandboxTimeout(
+                f"command still running {timeout_s + s.kill_after_s + s.host_grace_s:.0f} s after its "
+                f"{timeout_s:g} s timeout; the sandbox {self.name} may be stuck: stop it and start a new one"
+            )
+        duration = time.monotonic() - started
+        if failure:
+            raise daemon_error(f"reading the output of a command in {self.name}", failure[0])
+        exit_code = self._exit_code(exec_id, started + timeout_s + s.host_grace_s)
+        timed_out = exit_code in _TIMEOUT_EXIT_CODES and duration >= timeout_s
+        return ExecResult(
+            stdout=out.text(),
+            stderr=err.text(),
+            outcome_type="timeout" if timed_out else "exit",
+            exit_code=None if timed_out else exit_code,
+            duration_s=duration,
+            stdout_dropped=out.dropped,
+            stderr_dropped=err.dropped,
+        )
+
+    def _exec_error(self, exc: Exception) -> SandboxError:
+        text = str(exc)
+        if "is not running" in text or "No such container" in text:
+            return SandboxError(
+                f"the sandbox container {self.name} is no longer running (TTL of {self.settings.ttl_s} s "
+                "passed, or it was removed): start a new sandbox"
+            )
+        return daemon_error(f"running a command in {self.name}", exc)
+
+    def _exit_code(self, exec_id: str, deadline: float) -> int:
+        api = self.client.api
+        # The stream can end a moment before the daemon records the exit code.
+        while True:
+            info = retry(lambda: api.exec_inspect(exec_id))
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                return int(info["ExitCode"])
+            if time.monotonic() > deadline:
+                raise SandboxTimeout(f"the daemon never reported how a command in {self.name} ended")
+            time.sleep(0.005)
+
+    def _kill_exec(self, exec_id: str) -> None:
+        """Best effort, after the host deadline: kill the exec's process group from the host.
+
+        Only possible when the daemon runs on this machine (its pids are ours); otherwise the
+        container's TTL and ``stop`` end it.
+        """
+        with suppress(Exception):
+            pid = int(self.client.api.exec_inspect(exec_id).get("Pid") or 0)
+            if pid > 0 and str(self.client.api.base_url).startswith("http+docker://localhost"):
+                # `timeout` made itself a process-group leader, so its pid is the group id.
+                os.killpg(pid, signal.SIGKILL)
+
+    def exec_many(self, commands: Sequence[str], *, timeout_s: float = 60.0) -> list[ExecResult]:
+        """Run ``commands`` concurrently, each in its own exec; results in input order.
+
+        If a command cannot be run at all, the first such error (in input order) is raised after
+        every command has finished.
+        """
+        if not commands:
+            return []
+        workers = min(len(commands), self.settings.max_concurrency)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"{self.name}-many") as pool:
+            futures = [pool.submit(self.exec, command, timeout_s=timeout_s) for command in commands]
+            return [future.result() for future in futures]
+
+    # ------------------------------------------------------------------ files
+
+    @staticmethod
+    def _numeric_user(user: str) -> tuple[int, int] | None:
+        if user == "root":
+            return 0, 0
+        uid, _, gid = user.partition(":")
+        if uid.isdigit() and (not gid or gid.isdigit()):
+            return int(uid), int(gid or uid)
+        return None
+
+    def _user_ids(self, user: str) -> tuple[int, int]:
+        """Numeric uid/gid for ``user`` ("root", "uid[:gid]", or a name known to the image)."""
+        ids = self._numeric_user(user)
+        if ids is not None:
+            return ids
+        if user not in self._ids:
+            if not _SAFE_USER.match(user):
+                raise SandboxError(f"invalid user name {user!r}: use a name from the image or uid:gid")
+            result = self.exec(f"id -u {user} && id -g {user}", timeout_s=10, user="0:0", cwd="/")
+            lines = result.stdout.split()
+            if not result.ok or len(lines) != 2:
+                raise SandboxError(f"no user {user!r} in image {self.settings.image}: use uid:gid instead")
+            self._ids[user] = (int(lines[0]), int(lines[1]))
+        return self._ids[user]
+
+    @staticmethod
+    def _chown_tar(tar_bytes: bytes, uid: int, gid: int) -> bytes:
+        src = tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:*")
+        buf = io.BytesIO()
+        seen: set[str] = set()
+        with src, tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as dst:
+            for member in src:
+                # Folders the archive only implies would be created by the daemon as root,
+                # leaving ``user`` unable to write in them: add them explicitly.
+                parents = [p.as_posix() for p in reversed(PurePosixPath(member.name).parents)]
+                for parent in parents:
+                    if parent not in (".", "/") and parent not in seen:
+                        seen.add(parent)
+                        folder = tarfile.TarInfo(parent)
+                        folder.type, folder.mode, folder.mtime = tarfile.DIRTYPE, 0o755, member.mtime
+                        folder.uid, folder.gid = uid, gid
+                        dst.addfile(folder)
+                seen.add(member.name.rstrip("/"))
+                member.uid, member.gid, member.uname, member.gname = uid, gid, "", ""
+                dst.addfile(member, src.extractfile(member) if member.isfile() else None)
+        return buf.getvalue()
+
+    def put_archive(self, dest_dir: str, tar_bytes: bytes, *, user: str | None = None) -> None:
+        """Unpack ``tar_bytes`` into ``dest_dir`` through the Docker archive API.
+
+        Owners are kept as in the archive, or set to ``user`` when given. A missing
+        ``dest_dir`` is created (as ``user``, or root) first. Only ``/skills``, the workdir and
+        ``/tmp`` are writable: the root filesystem is read-only.
+        """
+        import docker.errors
+
+        cid = self._require_started()
+        if not dest_dir.startswith("/"):
+            raise SandboxError(f"put_archive needs an absolute folder in the sandbox, got {dest_dir!r}")
+        if user is not None:
+            try:
+                tar_bytes = self._chown_tar(tar_bytes, *self._user_ids(user))
+            except tarfile.TarError as exc:
+                raise SandboxError(f"put_archive got an invalid tar archive: {exc}") from exc
+        api = self.client.api
+        for attempt in (1, 2):
+            try:
+                # Unpacking the same archive twice gives the same files: safe to retry.
+                if retry(lambda: api.put_archive(cid, dest_dir, tar_bytes)):
+                    return
+                raise SandboxError(f"the daemon refused to unpack an archive into {dest_dir}")
+            except docker.errors.NotFound as exc:
+                if attempt == 2 or "No such container" in str(exc):
+                    raise self._exec_error(exc) from exc
+                self._mkdir(dest_dir, user)
+            except docker.errors.APIError as exc:
+                if "read-only" in str(exc):
+                    raise SandboxError(
+                        f"cannot write to {dest_dir}: the sandbox's root filesystem is read-only; "
+                        f"put files under /skills, {self.settings.workdir} or /tmp"
+                    ) from exc
+                raise daemon_error(f"copying files into {dest_dir}", exc) from exc
+
+    def _mkdir(self, path: str, user: str | None) -> None:
+        result = self.exec(f"mkdir -p -- {shlex.quote(path)}", timeout_s=10, user=user or "0:0", cwd="/")
+        if not result.ok:
+            reason = (result.stderr.strip().splitlines() or [f"exit code {result.exit_code}"])[-1]
+            raise SandboxError(f"cannot create {path} in the sandbox: {reason}")
+
+    def get_archive(self, path: str) -> bytes:
+        """A tar of ``path`` (file or folder) from the sandbox, at most ``max_archive_bytes``."""
+        import docker.errors
+
+        cid = self._require_started()
+        limit = self.settings.max_archive_bytes
+        try:
+            stream, _stat = self.client.api.get_archive(cid, path)
+            data = bytearray()
+            for chunk in stream:
+                data += chunk
+                if len(data) > limit:
+                    raise SandboxError(
+                        f"{path} is larger than max_archive_bytes ({limit} bytes): fetch a smaller "
+                        "path or raise the setting"
+                    )
+            return bytes(data)
+        except docker.errors.NotFound as exc:
+            if "No such container" in str(exc):
+                raise self._exec_error(exc) from exc
+            raise SandboxError(f"no such file or folder in the sandbox: {path}") from exc
+        except docker.errors.APIError as exc:
+            raise daemon_error(f"copying {path} out of the sandbox", exc) from exc

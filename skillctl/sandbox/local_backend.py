@@ -1,0 +1,245 @@
+"""The ``local`` sandbox: plain subprocesses in a temporary folder. NO isolation.
+
+For authoring skills on a machine without Docker. Commands run as the current user, with the
+current user's network and files; the temporary folder only keeps the paths tidy. It is refused
+unless asked for with ``allow_unsafe_local=True`` and warns on stderr when it starts.
+
+Paths: the sandbox folder has ``skills/``, ``workspace/`` and ``tmp/``; ``put_archive`` and
+``get_archive`` take the container paths (``/skills/…``, ``/workspace/…``, ``/tmp/…``) and map
+them there. Commands see the real paths, so a catalog for this backend must point at
+``skills_root`` (also exported to commands as ``$SKILLS_DIR``), not ``/skills``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path, PurePosixPath
+from typing import IO, Any, Sequence
+
+from skillctl.errors import SandboxError, SandboxTimeout
+from skillctl.protocols import ExecResult
+from skillctl.sandbox import cleanup
+from skillctl.sandbox.output import DEFAULT_CAPTURE_BYTES, CappedCapture
+
+REFUSAL = (
+    "the local sandbox runs commands directly on this machine, without any isolation: "
+    "pass allow_unsafe_local=True (CLI: --sandbox local --allow-unsafe-local) only for authoring "
+    "on a machine without Docker, or start the Docker Engine and use the docker sandbox"
+)
+WARNING = (
+    "warning: local sandbox: commands run on this machine as {user} with its network and files; "
+    "nothing is isolated"
+)
+_AREAS = ("skills", "workspace", "tmp")
+
+
+class LocalSandbox:
+    """``skillctl.protocols.Sandbox`` as subprocesses under a temporary folder."""
+
+    def __init__(
+        self,
+        *,
+        allow_unsafe_local: bool = False,
+        max_capture_bytes: int = DEFAULT_CAPTURE_BYTES,
+        kill_after_s: float = 5.0,
+        host_grace_s: float = 10.0,
+        env: dict[str, str] | None = None,
+        max_concurrency: int = 8,
+        warn_stream: IO[str] | None = None,
+    ) -> None:
+        if allow_unsafe_local is not True:
+            raise SandboxError(REFUSAL)
+        self.max_capture_bytes = max_capture_bytes
+        self.kill_after_s = kill_after_s
+        self.host_grace_s = host_grace_s
+        self.env = dict(env or {})
+        self.max_concurrency = max_concurrency
+        self._warn_stream = warn_stream
+        self._root: Path | None = None
+
+    def __enter__(self) -> "LocalSandbox":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def skills_root(self) -> str:
+        return str(self._require_started() / "skills")
+
+    def start(self) -> None:
+        if self._root is not None:
+            return
+        stream = self._warn_stream or sys.stderr
+        print(WARNING.format(user=_whoami()), file=stream, flush=True)
+        self._root = Path(tempfile.mkdtemp(prefix="skillctl-local-"))
+        for area in _AREAS:
+            (self._root / area).mkdir()
+        cleanup.register(self)
+
+    def stop(self) -> None:
+        cleanup.unregister(self)
+        root, self._root = self._root, None
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
+
+    def _require_started(self) -> Path:
+        if self._root is None:
+            raise SandboxError("the sandbox is not started: call start() or use it in a `with` block")
+        return self._root
+
+    def path(self, sandbox_path: str) -> Path:
+        """Map ``/skills/…``, ``/workspace/…`` or ``/tmp/…`` to the folder on this machine."""
+        root = self._require_started()
+        pure = PurePosixPath(sandbox_path)
+        if not pure.is_absolute() or ".." in pure.parts:
+            raise SandboxError(f"sandbox paths must be absolute without '..', got {sandbox_path!r}")
+        parts = pure.parts[1:]
+        if not parts or parts[0] not in _AREAS:
+            raise SandboxError(
+                f"{sandbox_path} is outside the local sandbox: use a path under /skills, /workspace or /tmp"
+            )
+        return root.joinpath(*parts)
+
+    # ------------------------------------------------------------------ exec
+
+    def exec(
+        self,
+        command: str,
+        *,
+        timeout_s: float = 60.0,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        user: str | None = None,  # ignored: no user switching without isolation
+    ) -> ExecResult:
+        root = self._require_started()
+        if not timeout_s > 0:
+            raise SandboxError(f"timeout must be a positive number of seconds, got {timeout_s}")
+        workdir = self.path(cwd) if cwd else root / "workspace"
+        environment = {
+            "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            "HOME": str(root / "workspace"),
+            "TMPDIR": str(root / "tmp"),
+            "LANG": "C.UTF-8",
+            "SKILLS_DIR": str(root / "skills"),
+        }
+        environment.update(self.env)
+        environment.update(env or {})
+        out, err = CappedCapture(self.max_capture_bytes), CappedCapture(self.max_capture_bytes)
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                ["sh", "-c", command], cwd=workdir, env=environment, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            )
+        except OSError as exc:
+            raise SandboxError(f"cannot run a command in the local sandbox: {exc}") from exc
+        pumps = [_pump(proc.stdout, out), _pump(proc.stderr, err)]
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            # The whole session: the command's children go too (same as `timeout` in Docker).
+            _killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=self.kill_after_s)
+            except subprocess.TimeoutExpired:
+                _killpg(proc.pid, signal.SIGKILL)
+                try:
+                    proc.wait(timeout=self.host_grace_s)
+                except subprocess.TimeoutExpired:
+                    raise SandboxTimeout(f"a local command survived SIGKILL for {self.host_grace_s:g} s") from None
+        # Children that kept the pipes open must not hold us past the deadline.
+        for pump in pumps:
+            pump.join(timeout=self.host_grace_s if not timed_out else 1.0)
+        if timed_out:
+            _killpg(proc.pid, signal.SIGKILL)
+        return ExecResult(
+            stdout=out.text(),
+            stderr=err.text(),
+            outcome_type="timeout" if timed_out else "exit",
+            exit_code=None if timed_out else proc.returncode,
+            duration_s=time.monotonic() - started,
+            stdout_dropped=out.dropped,
+            stderr_dropped=err.dropped,
+        )
+
+    def exec_many(self, commands: Sequence[str], *, timeout_s: float = 60.0) -> list[ExecResult]:
+        if not commands:
+            return []
+        with ThreadPoolExecutor(max_workers=min(len(commands), self.max_concurrency)) as pool:
+            futures = [pool.submit(self.exec, command, timeout_s=timeout_s) for command in commands]
+            return [future.result() for future in futures]
+
+    # ------------------------------------------------------------------ files
+
+    def put_archive(self, dest_dir: str, tar_bytes: bytes, *, user: str | None = None) -> None:
+        """Unpack into the mapped folder; links, devices and paths leaving it are refused."""
+        dest = self.path(dest_dir)
+        dest.mkdir(parents=True, exist_ok=True)
+        try:
+            with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:*") as archive:
+                members = archive.getmembers()
+                for member in members:
+                    _check_member(member, dest)
+                # The checks above first, the standard filter on top: it has had bypasses.
+                archive.extractall(dest, members=members, filter="data")
+        except tarfile.TarError as exc:
+            raise SandboxError(f"put_archive into {dest_dir}: invalid or refused archive: {exc}") from exc
+
+    def get_archive(self, path: str) -> bytes:
+        source = self.path(path)
+        if not source.exists():
+            raise SandboxError(f"no such file or folder in the sandbox: {path}")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as archive:
+            archive.add(source, arcname=source.name)  # like Docker: the path's last part on top
+        return buf.getvalue()
+
+
+def _check_member(member: tarfile.TarInfo, dest: Path) -> None:
+    name = PurePosixPath(member.name)
+    if not (member.isfile() or member.isdir()):
+        raise SandboxError(f"archive member {member.name!r} is not a regular file or folder; refused")
+    if name.is_absolute() or ".." in name.parts:
+        raise SandboxError(f"archive member {member.name!r} would leave {dest}; refused")
+
+
+def _pump(pipe: IO[bytes] | None, capture: CappedCapture) -> threading.Thread:
+    def run() -> None:
+        assert pipe is not None
+        with pipe:
+            for chunk in iter(lambda: pipe.read1(1 << 16), b""):  # type: ignore[attr-defined]
+                capture.feed(chunk)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def _killpg(pid: int, signum: int) -> None:
+    try:
+        os.killpg(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _whoami() -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError):
+        return str(os.getuid())

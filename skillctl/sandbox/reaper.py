@@ -1,0 +1,116 @@
+"""Remove skillctl containers that nobody will clean up any more.
+
+A container is an orphan when its expiry label has passed, or when the process that started it
+is gone. The owner label is ``host/boot-id/pid/start-time``: the boot id tells a reboot apart
+(every old owner is then gone) and the process start time tells a reused pid apart. Owners on
+another host (a shared remote daemon) cannot be checked; their containers go only on expiry.
+
+``reap`` runs at every sandbox start, so a host process killed with SIGKILL leaves its
+container behind only until the next start (and at most until its TTL, when the entrypoint's
+sleep ends and the auto-removed container disappears by itself).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skillctl.sandbox.settings import LABEL_EXPIRES, LABEL_MANAGED, LABEL_OWNER
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown-boot"
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot, or None if it does not exist."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Field 2 (comm) may contain spaces and parentheses; fields after the last ')' are fixed.
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+@dataclass(frozen=True)
+class Owner:
+    host: str
+    boot_id: str
+    pid: int
+    start_time: str
+
+    @classmethod
+    def current(cls) -> "Owner":
+        pid = os.getpid()
+        return cls(socket.gethostname(), _boot_id(), pid, _start_time(pid) or "0")
+
+    def label(self) -> str:
+        return f"{self.host}/{self.boot_id}/{self.pid}/{self.start_time}"
+
+    @classmethod
+    def parse(cls, label: str) -> "Owner | None":
+        parts = label.split("/")
+        if len(parts) != 4 or not parts[2].isdigit():
+            return None
+        return cls(parts[0], parts[1], int(parts[2]), parts[3])
+
+    def is_gone(self) -> bool | None:
+        """True if this owner certainly no longer runs; None if that cannot be told from here."""
+        if self.host != socket.gethostname():
+            return None
+        if self.boot_id != _boot_id():
+            return True
+        return _start_time(self.pid) != self.start_time
+
+
+def orphan_reason(labels: dict[str, str], now: float) -> str | None:
+    """Why a container with these labels should be removed, or None to keep it."""
+    try:
+        expires = float(labels.get(LABEL_EXPIRES, ""))
+    except ValueError:
+        expires = None
+    if expires is not None and expires <= now:
+        return "expired"
+    owner = Owner.parse(labels.get(LABEL_OWNER, ""))
+    if owner is None:
+        return "no valid owner label" if expires is None else None
+    if owner.is_gone():
+        return f"owner process {owner.pid} is gone"
+    return None
+
+
+def reap(client: Any, *, now: float | None = None) -> list[str]:
+    """Remove every skillctl container that is expired or orphaned; return their ids.
+
+    Removal is forced and takes the container's anonymous volumes with it. A container that is
+    already being removed (auto-remove after its TTL) is not an error.
+    """
+    import docker.errors
+
+    now = time.time() if now is None else now
+    removed = []
+    try:
+        containers = client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=1"})
+    except docker.errors.APIError:
+        return removed  # reaping is housekeeping; the start that follows reports daemon errors
+    for container in containers:
+        labels = container.labels or {}
+        if orphan_reason(labels, now) is None:
+            continue
+        try:
+            container.remove(force=True, v=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if "already in progress" not in str(exc):
+                continue
+        removed.append(container.id)
+    return removed

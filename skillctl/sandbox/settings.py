@@ -1,0 +1,93 @@
+"""Settings of the Docker sandbox: hardened by default, overridable per run.
+
+Every default denies: no network, no capabilities, no privilege gain, bounded processes,
+memory and CPU, a read-only root filesystem, a non-root user. The only writable places are
+three size-capped tmpfs volumes: ``/workspace`` (the agent's), ``/tmp``, and ``/skills``
+(writable only by root, which is how skills are copied in; the agent can only read it).
+
+Override per run with keyword arguments (``open_sandbox("docker", memory="4g")``) or
+``SandboxSettings.from_mapping`` for a config file's ``sandbox:`` section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from skillctl.errors import ConfigError
+from skillctl.sandbox.output import DEFAULT_CAPTURE_BYTES
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    image: str = "skillctl-agent:latest"
+    memory: str = "2g"  # hard limit, swap included (memswap = memory)
+    cpus: float = 1.0
+    pids_limit: int = 256  # a fork bomb hits this, not the host
+    network: str = "none"  # MISSION D6: off by default; egress goes through a proxy when allowed
+    user: str = "1000:1000"  # the image's `agent`; numeric so any base image works
+    ttl_s: int = 3600  # the container's entrypoint sleeps this long, then it exits by itself
+    workdir: str = "/workspace"
+    read_only: bool = True
+    workspace_size: str = "1g"
+    tmp_size: str = "256m"
+    skills_size: str = "256m"
+    max_capture_bytes: int = DEFAULT_CAPTURE_BYTES  # per stream, per command
+    max_archive_bytes: int = 512 * 1024 * 1024  # get_archive refuses more than this
+    kill_after_s: float = 5.0  # `timeout -k`: SIGKILL this long after SIGTERM
+    host_grace_s: float = 10.0  # host deadline = command timeout + this
+    env: tuple[tuple[str, str], ...] = ()  # extra environment for every command
+    labels: tuple[tuple[str, str], ...] = ()  # extra container labels
+    run_id: str | None = None  # default: a fresh random id per sandbox
+    max_concurrency: int = 8  # exec_many runs at most this many commands at once
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.cpus <= 0:
+            problems.append(f"cpus must be > 0, got {self.cpus}")
+        if self.pids_limit < 8:
+            problems.append(f"pids_limit must be at least 8, got {self.pids_limit}")
+        if self.ttl_s < 10:
+            problems.append(f"ttl_s must be at least 10 seconds, got {self.ttl_s}")
+        if self.max_capture_bytes < 1024:
+            problems.append(f"max_capture_bytes must be at least 1024, got {self.max_capture_bytes}")
+        if not self.workdir.startswith("/"):
+            problems.append(f"workdir must be an absolute path, got {self.workdir!r}")
+        uid, _, gid = self.user.partition(":")
+        if not (uid.isdigit() and (not gid or gid.isdigit())):
+            problems.append(f"user must be numeric uid[:gid] (it owns the workspace mount), got {self.user!r}")
+        if self.max_concurrency < 1:
+            problems.append(f"max_concurrency must be at least 1, got {self.max_concurrency}")
+        if problems:
+            raise ConfigError("invalid sandbox settings: " + "; ".join(problems))
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> "SandboxSettings":
+        """Build from a plain mapping (config file, CLI options); unknown keys are an error."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(
+                f"unknown sandbox setting(s): {', '.join(unknown)}; valid ones: {', '.join(sorted(known))}"
+            )
+        clean: dict[str, Any] = dict(values)
+        for key in ("env", "labels"):
+            if isinstance(clean.get(key), Mapping):
+                clean[key] = tuple(sorted((str(k), str(v)) for k, v in clean[key].items()))
+        try:
+            return cls(**clean)
+        except TypeError as exc:
+            raise ConfigError(f"invalid sandbox settings: {exc}") from exc
+
+    def replace(self, **changes: Any) -> "SandboxSettings":
+        return dataclasses.replace(self, **changes)
+
+
+DEFAULT_SETTINGS = SandboxSettings()
+
+# Labels on every container this package starts; the reaper looks only at these.
+LABEL_MANAGED = "org.skillctl.managed"
+LABEL_RUN_ID = "org.skillctl.run-id"
+LABEL_OWNER = "org.skillctl.owner"
+LABEL_EXPIRES = "org.skillctl.expires"
