@@ -152,7 +152,6 @@ class LocalRegistry:
             conn.execute("PRAGMA foreign_keys = ON")
             with self._tx(conn):
                 if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-                    conn.executescript("")  # no-op; executescript would COMMIT, so create statements one by one
                     for stmt in filter(str.strip, _SCHEMA.split(";")):
                         conn.execute(stmt)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

@@ -176,14 +176,23 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def fetch_locked(registry: Any, skill: LockedSkill) -> tuple[ResolvedSkill, bytes]:
-    """Fetch exactly what the lock names, verifying the registry still serves the same bytes."""
-    rec = registry.resolve(f"{skill.id}@{skill.version}")
+def resolve_locked(registry: Any, skill: LockedSkill) -> ResolvedSkill:
+    """The registry's record for a locked version, refused unless it has the locked digest.
+
+    Resolved by name and exact version, not by id: ids are per registry, and a lock must keep
+    working against a mirror (``skillctl copy``) that holds the same bytes."""
+    rec = registry.resolve(f"{skill.name}@{skill.version}")
     if rec.digest != skill.digest:
         raise IntegrityError(
             f"{skill.name}@{skill.version}: the registry now serves {rec.digest[:19]}… but skills.lock pins "
             f"{skill.digest[:19]}…; refusing — the version was changed behind your back"
         )
+    return rec
+
+
+def fetch_locked(registry: Any, skill: LockedSkill) -> tuple[ResolvedSkill, bytes]:
+    """Fetch exactly what the lock names, verifying the registry still serves the same bytes."""
+    rec = resolve_locked(registry, skill)
     data = registry.fetch(rec)
     if sha256_digest(data) != skill.digest:
         raise IntegrityError(f"{skill.name}@{skill.version}: fetched bytes do not match skills.lock ({skill.digest[:19]}…)")

@@ -1,0 +1,94 @@
+"""Loading skills into a sandbox before the first prompt (MISSION B1–B3), in a fixed order:
+
+1. resolve every reference and read its metadata from the store (name, description, digest);
+2. fetch each bundle (the store verifies its sha256), check it as a hostile archive, copy it into
+   the sandbox and unpack it there under ``/skills/NAME/`` (``put_archive``: no bind mounts);
+3. render the catalog for c₁ from the metadata, sorted by name.
+
+The same references against the same registry content give the same catalog bytes. This is the
+library API other agent runtimes call; ``skillctl run`` uses it too. It knows only the
+``Store`` and ``Sandbox`` protocols.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from skillctl.bundle import read_bundle, sha256_digest
+from skillctl.errors import IntegrityError, SkillctlError
+from skillctl.protocols import ResolvedSkill, Sandbox, Store
+from skillctl.runtime.catalog import DEFAULT_BUDGET_CHARS, CatalogEntry, render_catalog
+
+SKILLS_ROOT = "/skills"
+
+
+@dataclass(frozen=True)
+class LoadedSkill:
+    id: str
+    name: str
+    version: str
+    description: str
+    digest: str
+    path: str  # folder inside the sandbox
+    location: str  # SKILL.md inside the sandbox
+
+
+@dataclass(frozen=True)
+class LoadedSkills:
+    catalog_text: str
+    skills: tuple[LoadedSkill, ...]
+    warnings: tuple[str, ...] = ()
+
+
+def resolve_all(store: Store, refs: Sequence[str | ResolvedSkill]) -> list[ResolvedSkill]:
+    """Step 1: metadata for every reference; duplicates of the same skill are refused."""
+    resolved: list[ResolvedSkill] = []
+    seen: dict[str, str] = {}
+    for ref in refs:
+        rs = ref if isinstance(ref, ResolvedSkill) else store.resolve(ref)
+        if rs.name in seen and seen[rs.name] != rs.version:
+            raise SkillctlError(f"skill {rs.name} requested twice with different versions ({seen[rs.name]} and {rs.version}); keep one")
+        if rs.name not in seen:
+            seen[rs.name] = rs.version
+            resolved.append(rs)
+    return sorted(resolved, key=lambda r: r.name)
+
+
+def catalog_for(skills: Sequence[ResolvedSkill], *, root: str = SKILLS_ROOT, budget_chars: int = DEFAULT_BUDGET_CHARS):
+    entries = [CatalogEntry(s.name, s.description, posixpath.join(root, s.name, "SKILL.md")) for s in skills]
+    return render_catalog(entries, budget_chars=budget_chars, root_hint=root)
+
+
+def load_skills(
+    refs: Sequence[str | ResolvedSkill],
+    store: Store,
+    sandbox: Sandbox,
+    *,
+    root: str = SKILLS_ROOT,
+    catalog_budget_chars: int = DEFAULT_BUDGET_CHARS,
+    progress: Callable[[str], None] | None = None,
+) -> LoadedSkills:
+    """Resolve, fetch, verify and unpack ``refs`` into ``sandbox``; return the c₁ catalog.
+
+    ``refs`` may be reference strings or already-resolved skills (e.g. from a skills.lock, whose
+    digests are then enforced: the store must serve exactly those bytes).
+    """
+    resolved = resolve_all(store, refs)  # step 1 for all skills before any copying: fail early
+    loaded: list[LoadedSkill] = []
+    for rs in resolved:  # step 2
+        data = store.fetch(rs)
+        if sha256_digest(data) != rs.digest:
+            raise IntegrityError(f"{rs.name}@{rs.version}: bundle does not match its digest {rs.digest[:19]}…")
+        read_bundle(data, expected_name=rs.name, source=f"{rs.name}@{rs.version}")
+        sandbox.put_archive(root, data)
+        path = posixpath.join(root, rs.name)
+        loaded.append(LoadedSkill(rs.id, rs.name, rs.version, rs.description, rs.digest, path, posixpath.join(path, "SKILL.md")))
+        if progress:
+            progress(f"loaded {rs.name}@{rs.version} -> {path}/")
+    catalog = catalog_for(resolved, root=root, budget_chars=catalog_budget_chars)  # step 3
+    warning = catalog.warning()
+    if warning and progress:
+        progress(f"warning: {warning}")
+    return LoadedSkills(catalog.text, tuple(loaded), (warning,) if warning else ())

@@ -1,0 +1,164 @@
+"""Tools the harness offers the model (MISSION C2, C3, C6; D1–D4).
+
+A tool is a unique name, a description, a JSON Schema for its parameters and a procedure. The
+model only proposes calls; ``ToolBox.call`` decides: an unknown name, arguments that are not
+JSON, or arguments that fail the schema are answered with an error result and nothing runs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import jsonschema
+
+from skillctl.errors import ConfigError, SandboxError
+from skillctl.messages import ToolCall
+from skillctl.protocols import ExecResult, Sandbox, ToolSpec
+from skillctl.sandbox.output import format_result
+
+DEFAULT_TIMEOUT_MS = 60_000
+DEFAULT_MAX_OUTPUT = 10_000  # characters of one command's result the model reads (head + tail)
+MAX_COMMANDS_PER_CALL = 8
+REJECTED = "rejected by the user"
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What a tool call produced: the text for the model, and full details for the transcript."""
+
+    text: str
+    ok: bool = True  # False for invalid calls (unknown tool, bad arguments)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    procedure: Callable[[dict[str, Any]], ToolOutcome]
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, self.parameters)
+
+
+def _schema_error(err: jsonschema.ValidationError) -> str:
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path) or "arguments"
+    return f"{where.lstrip('.')}: {err.message}"
+
+
+class ToolBox:
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        names = [t.name for t in tools]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ConfigError(f"tool names must be unique; duplicated: {', '.join(dupes)}")
+        self.tools = {t.name: t for t in tools}
+        self._validators = {}
+        for t in tools:
+            cls = jsonschema.validators.validator_for(t.parameters)
+            cls.check_schema(t.parameters)
+            self._validators[t.name] = cls(t.parameters)
+
+    @property
+    def specs(self) -> list[ToolSpec]:
+        return [t.spec for t in self.tools.values()]
+
+    def call(self, call: ToolCall) -> ToolOutcome:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            known = ", ".join(sorted(self.tools))
+            return ToolOutcome(f"error: unknown tool '{call.name}'; available tools: {known}. Nothing was run.", ok=False)
+        try:
+            args = call.parsed_arguments()
+        except ValueError as exc:
+            return ToolOutcome(f"error: arguments of {call.name} are not valid JSON ({exc}). Nothing was run.", ok=False)
+        errors = sorted(self._validators[call.name].iter_errors(args), key=lambda e: list(map(str, e.absolute_path)))
+        if errors:
+            listed = "; ".join(_schema_error(e) for e in errors[:5])
+            return ToolOutcome(f"error: invalid arguments for {call.name}: {listed}. Nothing was run.", ok=False)
+        return tool.procedure(args)
+
+
+# ----------------------------------------------------------------------------- the shell tool
+
+SHELL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "commands": {
+            "type": "array",
+            "description": "Shell commands to run; several run concurrently, each in its own session.",
+            "items": {"type": "string", "minLength": 1, "maxLength": 100_000},
+            "minItems": 1,
+            "maxItems": MAX_COMMANDS_PER_CALL,
+        },
+        "timeout_ms": {"type": "integer", "minimum": 100, "maximum": 3_600_000, "description": "Per-command timeout."},
+        "max_output_length": {"type": "integer", "minimum": 256, "maximum": 200_000, "description": "Characters of output to return per command (head and tail are kept)."},
+    },
+    "required": ["commands"],
+    "additionalProperties": False,
+}
+
+SHELL_DESCRIPTION = (
+    "Run shell commands (sh) in the sandbox: an isolated Linux container without network. "
+    "The working folder is /workspace (writable); skills are under /skills (read-only). "
+    "Each command starts fresh in /workspace (no state carries over except files). "
+    "Commands given together run concurrently. Each result shows the exit code, then stdout and "
+    "stderr; long output keeps its beginning and end. Prefer commands that print little "
+    "(grep, head, wc, sqlite3 queries) over printing whole files."
+)
+
+
+def shell_tool(
+    sandbox: Sandbox,
+    *,
+    approve: Callable[[str], tuple[bool, str]] | None = None,
+    default_timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    default_max_output: int = DEFAULT_MAX_OUTPUT,
+    on_result: Callable[[str, ExecResult | None, str], None] | None = None,
+) -> Tool:
+    """The shell tool over ``sandbox``. ``approve(command)`` → (allowed, reason) (C6)."""
+
+    def run(args: dict[str, Any]) -> ToolOutcome:
+        commands: list[str] = args["commands"]
+        timeout_s = args.get("timeout_ms", default_timeout_ms) / 1000.0
+        limit = args.get("max_output_length", default_max_output)
+        verdicts = [approve(c) if approve else (True, "no approval policy") for c in commands]
+        allowed = [c for c, (ok, _) in zip(commands, verdicts) if ok]
+        started = time.monotonic()
+        try:
+            results = iter(sandbox.exec_many(allowed, timeout_s=timeout_s) if allowed else [])
+        except SandboxError as exc:
+            return ToolOutcome(f"error: the sandbox failed to run the commands: {exc}", ok=True,
+                               details={"error": str(exc)})
+        elapsed = time.monotonic() - started
+        parts: list[str] = []
+        records: list[dict[str, Any]] = []
+        for cmd, (ok, reason) in zip(commands, verdicts):
+            if not ok:
+                parts.append(f"$ {cmd}\n{REJECTED}: the command was not run ({reason})")
+                records.append({"command": cmd, "approved": False, "reason": reason})
+                if on_result:
+                    on_result(cmd, None, reason)
+                continue
+            res = next(results)
+            parts.append(f"$ {cmd}\n{format_result(res, limit)}")
+            records.append({"command": cmd, "approved": True, "reason": reason, **res.to_dict(),
+                            "duration_s": round(res.duration_s, 4), "stdout_dropped": res.stdout_dropped,
+                            "stderr_dropped": res.stderr_dropped})
+            if on_result:
+                on_result(cmd, res, reason)
+        return ToolOutcome("\n\n".join(parts), details={"output": records, "elapsed_s": round(elapsed, 4)})
+
+    return Tool("shell", SHELL_DESCRIPTION, SHELL_SCHEMA, run)
+
+
+def tool_spec_tokens(specs: Sequence[ToolSpec]) -> int:
+    """Estimated tokens the tool definitions add to every request."""
+    from skillctl.tokens import estimate_tokens
+
+    return sum(estimate_tokens(s.name) + estimate_tokens(s.description) + estimate_tokens(json.dumps(s.parameters)) for s in specs)
