@@ -33,6 +33,10 @@ COMMANDS: dict[str, str] = {
     "registry": "registry_admin:registry_group",
     "lock": "lock:lock_cmd",
     "install": "lock:install_cmd",
+    "image": "image:image",
+    "run": "run:run_cmd",
+    "catalog": "run:catalog_cmd",
+    "export": "run:export_cmd",
 }
 
 
