@@ -17,7 +17,7 @@ Ranges (resolved client-side, the same for every registry backend):
     >=1,<2  >1.0.0 <=2 !=1.5.0 =1.2.3 ==1.2.3   comparators, comma- or space-separated
 
 Pre-releases are only candidates when asked for (``prereleases=True``) or when the range itself
-names one (``^2.0.0-rc.1``). ``packaging`` changed its own pre-release rules across releases, so
+names one (``^2.0.0-rc.1``). As in PEP 440, ``<2.0.0`` never admits a pre-release of 2.0.0. ``packaging`` changed its own pre-release rules across releases, so
 we never rely on its defaults: comparisons are done here on ``Version`` keys.
 """
 
@@ -317,13 +317,19 @@ def parse_range(text: str) -> VersionRange:
         if SEMVER_RE.match(rest):
             v = SemVer.parse(rest)
             names_pre |= v.is_prerelease
+            if op == "<" and not v.is_prerelease:
+                # PEP 440: "<V" never admits a pre-release of V itself (<2.0.0 excludes
+                # 2.0.0-alpha.1 even with prereleases=True), as packaging's SpecifierSet does.
+                v = _floor(*v.core)
             comparators.append(_Comparator(op, v))
             continue
         major, minor, patch = _partial(rest, whole)
         if op == "==":
             comparators += _line(major, minor)
-        elif op in (">=", "<"):
+        elif op == ">=":
             comparators.append(_Comparator(op, _v(major, minor or 0, patch or 0)))
+        elif op == "<":
+            comparators.append(_Comparator(op, _floor(major, minor or 0, patch or 0)))  # see PEP 440 note above
         elif op == ">":
             # >1.2 means above the whole 1.2 line
             nxt = _v(major + 1) if minor is None else _v(major, minor + 1)

@@ -1,0 +1,328 @@
+"""Versions and ranges (skillctl.versioning): SemVer 2 validity, the mapping onto PEP 440 for
+ordering, range semantics and npm-style bumps. Pure functions, so these tests are tables."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from packaging.version import Version
+
+from skillctl.errors import VersionError
+from skillctl.versioning import SemVer, is_semver, parse_range, resolve
+
+# The valid / invalid examples published with the official regular expression (semver.org FAQ,
+# regex101 test set).
+SEMVER_VALID = [
+    "0.0.4", "1.2.3", "10.20.30", "1.1.2-prerelease+meta", "1.1.2+meta", "1.1.2+meta-valid",
+    "1.0.0-alpha", "1.0.0-beta", "1.0.0-alpha.beta", "1.0.0-alpha.beta.1", "1.0.0-alpha.1",
+    "1.0.0-alpha0.valid", "1.0.0-alpha.0valid", "1.0.0-alpha-a.b-c-somethinglong+build.1-aef.1-its-okay",
+    "1.0.0-rc.1+build.1", "2.0.0-rc.1+build.123", "1.2.3-beta", "10.2.3-DEV-SNAPSHOT",
+    "1.2.3-SNAPSHOT-123", "1.0.0", "2.0.0", "1.1.7", "2.0.0+build.1848", "2.0.1-alpha.1227",
+    "1.0.0-alpha+beta", "1.2.3----RC-SNAPSHOT.12.9.1--.12+788", "1.2.3----R-S.12.9.1--.12+meta",
+    "1.2.3----RC-SNAPSHOT.12.9.1--.12", "1.0.0+0.build.1-rc.10000aaa-kk-0.1",
+    "99999999999999999999999.999999999999999999.99999999999999999", "1.0.0-0A.is.legal",
+]
+SEMVER_INVALID = [
+    "1", "1.2", "1.2.3-0123", "1.2.3-0123.0123", "1.1.2+.123", "+invalid", "-invalid",
+    "-invalid+invalid", "-invalid.01", "alpha", "alpha.beta", "alpha.beta.1", "alpha.1",
+    "alpha+beta", "alpha_beta", "alpha.", "alpha..", "beta", "1.0.0-alpha_beta", "-alpha.",
+    "1.0.0-alpha..", "1.0.0-alpha..1", "1.0.0-alpha...1", "1.0.0-alpha....1", "1.0.0-alpha.....1",
+    "1.0.0-alpha......1", "1.0.0-alpha.......1", "01.1.1", "1.01.1", "1.1.01", "1.2.3.DEV",
+    "1.2-SNAPSHOT", "1.2.31.2.3----RC-SNAPSHOT.12.09.1--..12+788", "1.2-RC-SNAPSHOT",
+    "-1.0.3-gamma+b7718", "+justmeta", "9.8.7+meta+meta", "9.8.7-whatever+meta+meta",
+    "99999999999999999999999.999999999999999999.99999999999999999----RC-SNAPSHOT.12.09.1--------------------------------..12",
+    "", " ", "v1.2.3",
+]
+
+
+@pytest.mark.parametrize("text", SEMVER_VALID)
+def test_semver_org_valid_examples_are_semver(text: str) -> None:
+    assert is_semver(text)
+
+
+@pytest.mark.parametrize("text", SEMVER_INVALID)
+def test_semver_org_invalid_examples_are_refused(text: str) -> None:
+    assert not is_semver(text)
+    with pytest.raises(VersionError):
+        SemVer.parse(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1.0.0-alpha.beta", "1.0.0-SNAPSHOT", "1.0.0-0A.is.legal", "1.0.0-alpha0.valid", "1.0.0-rc.1.2", "1.0.0-RC.1"],
+)
+def test_valid_semver_with_a_pre_release_we_cannot_order_is_refused_with_the_fix(text: str) -> None:
+    # Valid SemVer, but no faithful PEP 440 mapping: refused, naming the pre-release and the choices.
+    with pytest.raises(VersionError, match=r"unsupported pre-release .*alpha\.N, beta\.N, rc\.N"):
+        SemVer.parse(text)
+
+
+def test_leading_v_gets_a_specific_hint() -> None:
+    with pytest.raises(VersionError, match=r"drop the leading 'v' \(write 1\.2\.3\)"):
+        SemVer.parse("v1.2.3")
+
+
+def test_non_string_and_overlong_versions_are_refused() -> None:
+    with pytest.raises(VersionError, match="must be a string"):
+        SemVer.parse(123)  # type: ignore[arg-type]
+    long = "1.0.0+" + "a" * 200
+    assert not is_semver(long)
+    with pytest.raises(VersionError):
+        SemVer.parse(long)
+
+
+@pytest.mark.parametrize(
+    "semver, pep440",
+    [
+        ("1.2.3", "1.2.3"),
+        ("1.2.3-rc.1", "1.2.3rc1"),
+        ("1.2.3-alpha.4", "1.2.3a4"),
+        ("1.2.3-beta.2", "1.2.3b2"),
+        ("1.2.3-beta", "1.2.3b0"),
+        ("1.2.3-dev.7", "1.2.3.dev7"),
+        ("0.0.0-alpha.0", "0.0.0a0"),
+        ("1.2.3+build.9", "1.2.3"),
+        ("1.2.3-rc.2+exp.sha.5114f85", "1.2.3rc2"),
+    ],
+)
+def test_versions_map_onto_pep440(semver: str, pep440: str) -> None:
+    assert SemVer.parse(semver).key == Version(pep440)
+
+
+def test_build_metadata_is_kept_for_display_but_ignored_for_ordering_and_identity() -> None:
+    a, b = SemVer.parse("1.0.0+a"), SemVer.parse("1.0.0+b")
+    assert str(a) == "1.0.0+a" and a.public == b.public == "1.0.0"
+    assert a.key == b.key and a.order == b.order and a.same_as(b)
+    assert not a < b and not b < a and a <= b and b >= a
+    assert SemVer.parse("1.0.0+zzz") < SemVer.parse("1.0.1+aaa")
+
+
+def test_documented_precedence_chain() -> None:
+    chain = ["1.0.0-dev.1", "1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.1.0", "2.0.0"]
+    parsed = [SemVer.parse(v) for v in chain]
+    assert all(x < y for x, y in zip(parsed, parsed[1:]))
+    assert sorted(reversed(parsed)) == parsed  # order= False dataclass still sorts via __lt__
+
+
+PRE = st.sampled_from(["", "dev", "alpha", "beta", "rc"])
+
+
+@st.composite
+def semvers(draw: st.DrawFn) -> SemVer:
+    small = st.integers(0, 3) | st.integers(0, 10**6)
+    kind = draw(PRE)
+    pre = "" if not kind else (kind if draw(st.booleans()) else f"{kind}.{draw(small)}")
+    build = draw(st.sampled_from(["", "b1", "exp.sha.5114f85"]))
+    return SemVer.parse(f"{draw(small)}.{draw(small)}.{draw(small)}" + (f"-{pre}" if pre else "") + (f"+{build}" if build else ""))
+
+
+@settings(max_examples=400, deadline=None)
+@given(semvers(), semvers())
+def test_order_tuple_agrees_with_packaging_version(a: SemVer, b: SemVer) -> None:
+    # The registry compares .order in SQL; it must never disagree with PEP 440 tools.
+    assert (a.order < b.order) == (a.key < b.key)
+    assert (a.order == b.order) == (a.key == b.key)
+    assert (a < b) == (a.key < b.key)
+
+
+@settings(max_examples=200, deadline=None)
+@given(semvers())
+def test_text_order_and_back_round_trip(v: SemVer) -> None:
+    assert SemVer.parse(str(v)) == v
+    back = SemVer.from_order(v.order, v.build)
+    assert back.order == v.order and back.key == v.key
+
+
+# ------------------------------------------------------------------------------------ ranges
+
+PUBLISHED = [
+    "0.0.1", "0.0.2", "0.0.3-rc.1", "0.1.0", "0.1.5", "0.2.0", "1.0.0", "1.2.0", "1.2.3", "1.2.9",
+    "1.3.0-beta.1", "1.3.0", "1.9.9", "2.0.0-alpha.1", "2.0.0-rc.1", "2.0.0", "2.1.0", "3.0.0-beta.2",
+]
+
+
+@pytest.mark.parametrize(
+    "rng, stable, with_pre",
+    [
+        ("latest", "2.1.0", "3.0.0-beta.2"),
+        ("", "2.1.0", "3.0.0-beta.2"),
+        ("*", "2.1.0", "3.0.0-beta.2"),
+        ("1.2.3", "1.2.3", "1.2.3"),
+        ("=1.2.3", "1.2.3", "1.2.3"),
+        ("==1.2.3", "1.2.3", "1.2.3"),
+        ("1.2.3+whatever", "1.2.3", "1.2.3"),
+        ("1.2.4", None, None),
+        # partials, like npm
+        ("1.2", "1.2.9", "1.2.9"),
+        ("1.2.x", "1.2.9", "1.2.9"),
+        ("1.2.*", "1.2.9", "1.2.9"),
+        ("1", "1.9.9", "1.9.9"),
+        ("1.x", "1.9.9", "1.9.9"),
+        # caret
+        ("^1.2", "1.9.9", "1.9.9"),
+        ("^1.2.3", "1.9.9", "1.9.9"),
+        ("^1.9.10", None, None),
+        ("^0.1", "0.1.5", "0.1.5"),
+        ("^0.1.2", "0.1.5", "0.1.5"),
+        ("^0.0.1", "0.0.1", "0.0.1"),
+        ("^0.0.2", "0.0.2", "0.0.2"),
+        ("^0.0", "0.0.2", "0.0.3-rc.1"),
+        ("^0", "0.2.0", "0.2.0"),
+        ("^0.x", "0.2.0", "0.2.0"),
+        ("^2.0.0-alpha.1", "2.1.0", "2.1.0"),
+        # tilde
+        ("~1.2.3", "1.2.9", "1.2.9"),
+        ("~1.2", "1.2.9", "1.2.9"),
+        ("~1", "1.9.9", "1.9.9"),
+        ("~>1.2", "1.2.9", "1.2.9"),
+        ("~0.0.1", "0.0.2", "0.0.3-rc.1"),
+        # comparators, commas and/or spaces, operator apart from its version
+        (">=1,<2", "1.9.9", "1.9.9"),
+        (">=1 <2", "1.9.9", "1.9.9"),
+        (">=1, <2", "1.9.9", "1.9.9"),
+        (">= 1.2 , < 1.3", "1.2.9", "1.2.9"),
+        (">=1.2.3 <=1.2.9 !=1.2.9", "1.2.3", "1.2.3"),
+        (">1.2.3 <1.3", "1.2.9", "1.2.9"),
+        (">1.2", "2.1.0", "3.0.0-beta.2"),
+        (">1", "2.1.0", "3.0.0-beta.2"),
+        ("<=1.2", "1.2.9", "1.2.9"),
+        ("<=1", "1.9.9", "1.9.9"),
+        ("<0.0.1", None, None),
+        ("!=2.1.0", "2.0.0", "3.0.0-beta.2"),
+        # PEP 440: "<V" never admits a pre-release of V itself, asked for or not
+        ("<2", "1.9.9", "1.9.9"),
+        ("<2.0.0", "1.9.9", "1.9.9"),
+        ("<1.3.0", "1.2.9", "1.2.9"),
+        # a range naming a pre-release makes pre-releases candidates (PEP 440's rule too)
+        ("<2.0.0-rc.1", "2.0.0-alpha.1", "2.0.0-alpha.1"),
+        ("2.0.0-rc.1", "2.0.0-rc.1", "2.0.0-rc.1"),
+        (">=2.0.0-alpha.1 <2.0.0", None, None),  # PEP 440, as packaging
+        (">=2.0.0-alpha.1 <=2.0.0-rc.1", "2.0.0-rc.1", "2.0.0-rc.1"),
+        ("~1.3.0-beta.1", "1.3.0", "1.3.0"),
+    ],
+)
+def test_range_resolution(rng: str, stable: str | None, with_pre: str | None) -> None:
+    assert resolve(rng, PUBLISHED) == stable
+    assert resolve(rng, PUBLISHED, prereleases=True) == with_pre
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([">=", ">", "<=", "<", "==", "!="]), semvers()), min_size=1, max_size=3), st.data())
+def test_comparator_ranges_agree_with_packaging_specifiers(comparators: list[tuple[str, SemVer]], data: st.DataObject) -> None:
+    # With pre-releases allowed on both sides, a comparator list means exactly what the same
+    # PEP 440 specifier set means (including "<V excludes V's pre-releases").
+    from packaging.specifiers import SpecifierSet
+
+    # Candidates near the bounds (same core, other pre-release) are where rules differ.
+    near = st.sampled_from([sv.core for _, sv in comparators]).flatmap(
+        lambda core: st.sampled_from(["", "-dev.0", "-alpha", "-alpha.1", "-rc.3"]).map(
+            lambda pre: SemVer.parse("%d.%d.%d%s" % (*core, pre))
+        )
+    )
+    v = data.draw(near | semvers())
+    ours = parse_range(" ".join(f"{op}{sv.public}" for op, sv in comparators))
+    theirs = SpecifierSet(",".join(f"{op}{sv.key}" for op, sv in comparators))
+    assert ours.matches(v, prereleases=True) == theirs.contains(v.key, prereleases=True)
+
+
+def test_pre_releases_only_when_asked_or_named() -> None:
+    only_pre = ["1.0.0-alpha.1", "1.0.0-rc.1"]
+    assert resolve("latest", only_pre) is None
+    assert resolve("^1", only_pre) is None
+    assert resolve("^1.0.0-alpha.1", only_pre) == "1.0.0-rc.1"  # named: pre-releases are candidates
+    assert resolve("latest", only_pre, prereleases=True) == "1.0.0-rc.1"
+    assert resolve(">=1.0.0-alpha.1", only_pre) == "1.0.0-rc.1"
+
+
+def test_less_than_a_release_excludes_its_pre_releases_even_when_asked() -> None:
+    rng = parse_range("<2")
+    assert not rng.matches(SemVer.parse("2.0.0-alpha.1"), prereleases=True)
+    assert not rng.matches(SemVer.parse("2.0.0-dev.0"), prereleases=True)
+    assert rng.matches(SemVer.parse("1.99.0-rc.1"), prereleases=True)
+    assert not parse_range("<2.0.0").matches(SemVer.parse("2.0.0-alpha"), prereleases=True)
+    assert not parse_range(">=1,<2").matches(SemVer.parse("2.0.0-rc.1"), prereleases=True)
+    assert not parse_range("^1.2").matches(SemVer.parse("2.0.0-rc.1"), prereleases=True)
+    assert not parse_range("~1.2.3").matches(SemVer.parse("1.3.0-alpha"), prereleases=True)
+
+
+def test_yet_unparseable_strings_among_published_versions_are_skipped() -> None:
+    assert resolve("^1", ["1.0.0", "not-a-version", "1.5.0"]) == "1.5.0"
+
+
+def test_build_metadata_of_the_resolved_version_is_kept() -> None:
+    assert resolve("^1", ["1.0.0+a", "1.1.0+b"]) == "1.1.0+b"
+
+
+def test_exact_and_upper_bound() -> None:
+    assert parse_range("1.2.3").is_exact and not parse_range("1.2").is_exact
+    assert parse_range("latest").upper_bound() is None
+    assert parse_range(">=1").upper_bound() is None
+    assert parse_range("1.2.3").upper_bound() == ((1, 2, 3, 4, 0), True)
+    order, inclusive = parse_range("^1.2 <1.5.0").upper_bound()  # type: ignore[misc]
+    assert SemVer.from_order(order).public == "1.5.0-dev.0" and not inclusive
+    order, inclusive = parse_range("<=1.4.0 <2").upper_bound()  # type: ignore[misc]
+    assert order == (1, 4, 0, 4, 0) and inclusive
+
+
+@pytest.mark.parametrize(
+    "bad, part",
+    [
+        ("abc", "'abc' is not a version"),
+        ("^abc", "'abc' is not a version"),
+        ("~x", "'x' is not a version"),
+        ("^", "'' is not a version"),
+        (">=", "operator '>=' has no version"),
+        (">=1 <=x", "'x' is not a version"),
+        ("1.2.3.4", "'1.2.3.4' is not a version"),
+        ("01.2.3", "'01.2.3' is not a version"),
+        ("1 - 2", "'-' is not a version"),
+        ("1 || 2", "'||' is not a version"),
+        ("=>1", "'>1' is not a version"),
+        ("v1.2.3", "drop the leading 'v' in 'v1.2.3'"),
+        (">=v1", "drop the leading 'v' in 'v1'"),
+        ("!=1.2", "'!=' needs a full version"),
+        (">=1.2.3-foo.1", "unsupported pre-release 'foo.1'"),
+    ],
+)
+def test_invalid_ranges_name_the_bad_part(bad: str, part: str) -> None:
+    with pytest.raises(VersionError) as exc:
+        parse_range(bad)
+    msg = str(exc.value)
+    assert part in msg and "\n" not in msg
+
+
+def test_overlong_and_non_string_ranges_are_refused() -> None:
+    with pytest.raises(VersionError, match="limit is 256"):
+        parse_range(">=1 " * 100)
+    with pytest.raises(VersionError, match="must be a string"):
+        parse_range(2)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------------ bumps
+
+
+@pytest.mark.parametrize(
+    "start, part, result",
+    [
+        ("1.2.3", "major", "2.0.0"),
+        ("1.2.3", "minor", "1.3.0"),
+        ("1.2.3", "patch", "1.2.4"),
+        ("0.0.0", "patch", "0.0.1"),
+        ("1.2.3+build.7", "patch", "1.2.4"),
+        # npm: bumping a pre-release releases it when it already is that kind of release
+        ("2.0.0-rc.1", "major", "2.0.0"),
+        ("2.1.0-rc.1", "major", "3.0.0"),
+        ("1.3.0-beta.1", "minor", "1.3.0"),
+        ("1.3.1-beta.1", "minor", "1.4.0"),
+        ("1.2.3-rc.1", "patch", "1.2.3"),
+        ("1.2.3-alpha", "major", "2.0.0"),
+    ],
+)
+def test_bump_follows_npm(start: str, part: str, result: str) -> None:
+    assert str(SemVer.parse(start).bump(part)) == result
+
+
+def test_bump_refuses_an_unknown_part() -> None:
+    with pytest.raises(VersionError, match="use major, minor, patch or an explicit X.Y.Z"):
+        SemVer.parse("1.0.0").bump("prerelease")
