@@ -17,8 +17,9 @@ Ranges (resolved client-side, the same for every registry backend):
     >=1,<2  >1.0.0 <=2 !=1.5.0 =1.2.3 ==1.2.3   comparators, comma- or space-separated
 
 Pre-releases are only candidates when asked for (``prereleases=True``) or when the range itself
-names one (``^2.0.0-rc.1``). As in PEP 440, ``<2.0.0`` never admits a pre-release of 2.0.0. ``packaging`` changed its own pre-release rules across releases, so
-we never rely on its defaults: comparisons are done here on ``Version`` keys.
+names one (``^2.0.0-rc.1``). As in PEP 440, ``<2.0.0`` never admits a pre-release of 2.0.0.
+``packaging`` changed its own pre-release rules across releases, so we never rely on its
+defaults: comparisons are done here on ``Version`` keys.
 """
 
 from __future__ import annotations
