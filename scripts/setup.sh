@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Set up everything skillctl needs on a fresh Debian machine (run as root; no input needed):
+# Debian packages, the Python package with its test extras, a running Docker Engine, and the
+# agent image (built offline with debootstrap; skipped when the recipe's image already exists).
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+need_apt=()
+command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
+command -v git >/dev/null 2>&1 || need_apt+=(git)
+if [ "${#need_apt[@]}" -gt 0 ]; then
+    log "installing Debian packages: ${need_apt[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+PY="${PYTHON:-python3}"
+if ! "$PY" -c 'import skillctl, pytest, hypothesis' >/dev/null 2>&1 \
+   || [ "$("$PY" -c 'import skillctl, pathlib; print(pathlib.Path(skillctl.__file__).resolve().parent.parent)')" != "$(pwd -P)" ]; then
+    log "installing skillctl (editable) with test extras"
+    "$PY" -m pip install -q --disable-pip-version-check -e '.[test]'
+fi
+
+if ! docker info >/dev/null 2>&1; then
+    log "Docker Engine is not answering; trying to start it"
+    (service docker start || (command -v dockerd >/dev/null && nohup dockerd >/var/log/dockerd.log 2>&1 &)) >/dev/null 2>&1 || true
+    for _ in $(seq 1 30); do docker info >/dev/null 2>&1 && break; sleep 1; done
+    docker info >/dev/null 2>&1 || { log "Docker Engine is not available; the container tests and the demo need it"; exit 1; }
+fi
+
+log "ensuring the agent image (first build takes about a minute: debootstrap + docker build)"
+"$PY" -m skillctl.sandbox.image >/dev/null
+log "ready"
