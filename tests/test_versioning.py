@@ -3,6 +3,8 @@ ordering, range semantics and npm-style bumps. Pure functions, so these tests ar
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -326,3 +328,129 @@ def test_bump_follows_npm(start: str, part: str, result: str) -> None:
 def test_bump_refuses_an_unknown_part() -> None:
     with pytest.raises(VersionError, match="use major, minor, patch or an explicit X.Y.Z"):
         SemVer.parse("1.0.0").bump("prerelease")
+
+
+# ------------------------------------------------------------------------- skillctl version
+
+from pathlib import Path  # noqa: E402
+
+from click.testing import CliRunner  # noqa: E402
+
+from skillctl.cli import cli  # noqa: E402
+
+
+def _version(*args: str | Path):
+    return CliRunner().invoke(cli, ["version", *map(str, args)], catch_exceptions=False)
+
+
+def _skill(tmp_path: Path, front: str, *, newline: str = "\n", name: str = "demo") -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    text = "---\n" + front + "---\n\n# Demo\n\nversion: 9.9.9 in the body is not metadata\n"
+    (folder / "SKILL.md").write_bytes(text.replace("\n", newline).encode())
+    return folder
+
+
+def _changed_lines(before: bytes, after: bytes) -> list[tuple[bytes, bytes]]:
+    a, b = before.split(b"\n"), after.split(b"\n")
+    assert len(a) == len(b), (before, after)
+    return [(x, y) for x, y in zip(a, b) if x != y]
+
+
+FRONT = "name: demo\ndescription: A demo skill; use it in tests.\nlicense: MIT\nmetadata:\n  author: me\n  version: {v}\n  team: t\n"
+
+
+@pytest.mark.parametrize("written", ["1.2.3", '"1.2.3"', "'1.2.3'", "1.2.3   # current release"])
+def test_version_bump_rewrites_exactly_one_line(tmp_path: Path, written: str) -> None:
+    skill = _skill(tmp_path, FRONT.format(v=written))
+    before = (skill / "SKILL.md").read_bytes()
+    r = _version(skill, "minor", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output) == {"path": str(skill), "previous": "1.2.3", "version": "1.3.0"}
+    after = (skill / "SKILL.md").read_bytes()
+    changes = _changed_lines(before, after)
+    assert len(changes) == 1
+    old, new = changes[0]
+    assert old == f"  version: {written}".encode()
+    assert new.startswith(b'  version: "1.3.0"')
+    if b"#" in old:
+        assert new.endswith(b"   # current release")  # the comment survives
+    assert _version(skill).output.strip() == "1.3.0"
+
+
+def test_version_keeps_crlf_line_endings(tmp_path: Path) -> None:
+    skill = _skill(tmp_path, FRONT.format(v="0.9.0"), newline="\r\n")
+    before = (skill / "SKILL.md").read_bytes()
+    r = _version(skill, "major")
+    assert r.exit_code == 0, r.output
+    assert r.output.strip() == "0.9.0 -> 1.0.0"
+    after = (skill / "SKILL.md").read_bytes()
+    assert after.count(b"\r\n") == before.count(b"\r\n") and b"\n" not in after.replace(b"\r\n", b"")
+    assert after == before.replace(b"version: 0.9.0", b'version: "1.0.0"')
+
+
+def test_version_set_explicit_keeps_file_mode(tmp_path: Path) -> None:
+    skill = _skill(tmp_path, FRONT.format(v="1.0.0"))
+    (skill / "SKILL.md").chmod(0o640)
+    assert _version(skill, "2.0.0-rc.1").exit_code == 0
+    assert _version(skill / "SKILL.md").output.strip() == "2.0.0-rc.1"
+    assert (skill / "SKILL.md").stat().st_mode & 0o777 == 0o640
+    assert _version(skill, "major").output.strip() == "2.0.0-rc.1 -> 2.0.0"
+
+
+def test_missing_version_is_inserted_under_existing_metadata(tmp_path: Path) -> None:
+    skill = _skill(tmp_path, "name: demo\ndescription: A demo skill; use it in tests.\nmetadata:\n    author: me\n")
+    before = (skill / "SKILL.md").read_bytes()
+    assert _version(skill).output.strip().startswith("(no version")
+    r = _version(skill, "0.1.0")
+    assert r.exit_code == 0, r.output
+    after = (skill / "SKILL.md").read_bytes()
+    # one line added, indented like its siblings, nothing else touched
+    assert after == before.replace(b"metadata:\n", b'metadata:\n    version: "0.1.0"\n')
+
+
+def test_empty_metadata_key_gets_the_version_not_a_second_key(tmp_path: Path) -> None:
+    skill = _skill(tmp_path, "name: demo\ndescription: A demo skill; use it in tests.\nmetadata:\n")
+    before = (skill / "SKILL.md").read_bytes()
+    assert _version(skill, "0.1.0").exit_code == 0
+    after = (skill / "SKILL.md").read_bytes()
+    assert after == before.replace(b"metadata:\n", b'metadata:\n  version: "0.1.0"\n')
+    assert after.count(b"metadata:") == 1
+
+
+def test_missing_metadata_is_added_at_the_end_of_the_front_matter(tmp_path: Path) -> None:
+    skill = _skill(tmp_path, "name: demo\ndescription: A demo skill; use it in tests.\n")
+    before = (skill / "SKILL.md").read_bytes()
+    assert _version(skill, "0.1.0").exit_code == 0
+    after = (skill / "SKILL.md").read_bytes()
+    assert after == before.replace(b"tests.\n---", b'tests.\nmetadata:\n  version: "0.1.0"\n---')
+
+
+@pytest.mark.parametrize(
+    "front, arg, message",
+    [
+        (FRONT.format(v="1.0.0"), "1.2", "invalid version '1.2'"),
+        (FRONT.format(v="1.0.0"), "v2.0.0", "drop the leading 'v'"),
+        (FRONT.format(v="1.0.0"), "1.0.0-SNAPSHOT", "unsupported pre-release 'SNAPSHOT'"),
+        (FRONT.format(v="1.0.0"), "prerelease", "invalid version 'prerelease'"),
+        ("name: demo\ndescription: A demo skill; use it in tests.\n", "patch", "has no version to bump"),
+        ("name: demo\ndescription: A demo skill; use it in tests.\nmetadata: {author: me}\n", "1.0.0", "written inline"),
+        ("name: demo\ndescription: A demo skill; use it in tests.\nmetadata: null\n", "1.0.0", "edit it by hand"),
+        ("name: demo\ndescription: A demo skill; use it in tests.\nmetadata: [a]\n", "1.0.0", "metadata is not a mapping"),
+        (FRONT.format(v="banana"), "patch", "invalid version 'banana'"),
+    ],
+)
+def test_version_refuses_bad_input_and_leaves_the_file_alone(tmp_path: Path, front: str, arg: str, message: str) -> None:
+    skill = _skill(tmp_path, front)
+    before = (skill / "SKILL.md").read_bytes()
+    r = _version(skill, arg)
+    assert r.exit_code == 1
+    assert message in r.output and "Traceback" not in r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert (skill / "SKILL.md").read_bytes() == before
+    assert sorted(p.name for p in skill.iterdir()) == ["SKILL.md"]  # no temp file left behind
+
+
+def test_version_of_a_folder_without_skill_md(tmp_path: Path) -> None:
+    r = _version(tmp_path, "1.0.0")
+    assert r.exit_code == 1 and "no SKILL.md" in r.output

@@ -60,7 +60,10 @@ def set_version(path: Path, new: str) -> tuple[str | None, str]:
         if m is None:
             raise SkillError(f"{md}:{loc.line}: cannot rewrite this version line safely; edit it by hand")
         lines[i] = m.group(1) + quoted + m.group(3)
-    elif isinstance(meta, dict):
+    elif isinstance(meta, dict) or "metadata" in doc.metadata:
+        # An empty "metadata:" key (YAML null) gets the line under it; adding a second
+        # "metadata:" key would silently shadow the first.
+        meta = meta or {}
         loc = doc.where("metadata")
         key_line = next(i for i in range(doc.front_matter_end_line - 1) if re.match(r"^metadata\s*:", lines[i]))
         if re.match(r"^metadata\s*:\s*\{", lines[key_line]):
@@ -75,8 +78,10 @@ def set_version(path: Path, new: str) -> tuple[str | None, str]:
         end = doc.front_matter_end_line - 1
         lines[end:end] = ["metadata:", f"  version: {quoted}"]
     out = newline.join(lines).encode("utf-8")
-    check, _ = parse_skill_md(out, str(md))
-    if check is None or (check.metadata.get("metadata") or {}).get("version") != updated:
+    check, check_diags = parse_skill_md(out, str(md))
+    # Any new parse problem (e.g. a duplicate key) means the edit changed more than one value.
+    new_problems = {d.code for d in check_diags} - {d.code for d in diags}
+    if check is None or new_problems or (check.metadata.get("metadata") or {}).get("version") != updated:
         raise SkillError(f"{md}: rewriting the version line would break the front matter; edit it by hand")
     fd, tmp = tempfile.mkstemp(prefix=".SKILL.md.", dir=md.parent)
     try:
