@@ -25,12 +25,13 @@ class Tokenizer(Protocol):
 # extensions, plus CJK punctuation and full-width forms). Sorted, non-overlapping.
 _CJK_RANGES: tuple[tuple[int, int], ...] = (
     (0x1100, 0x11FF),    # Hangul Jamo
-    (0x2E80, 0x2FDF),    # CJK radicals, Kangxi radicals
+    (0x2E80, 0x2FFF),    # CJK radicals, Kangxi radicals, ideographic description
     (0x3000, 0x303F),    # CJK symbols and punctuation
     (0x3040, 0x309F),    # Hiragana
     (0x30A0, 0x30FF),    # Katakana
     (0x3100, 0x312F),    # Bopomofo
     (0x3130, 0x318F),    # Hangul compatibility Jamo
+    (0x3190, 0x31EF),    # Kanbun, Bopomofo extended, CJK strokes
     (0x31F0, 0x31FF),    # Katakana phonetic extensions
     (0x3200, 0x4DBF),    # enclosed CJK, compatibility, Han extension A
     (0x4E00, 0x9FFF),    # CJK unified ideographs
@@ -38,6 +39,7 @@ _CJK_RANGES: tuple[tuple[int, int], ...] = (
     (0xAC00, 0xD7FF),    # Hangul syllables, Jamo extended B
     (0xF900, 0xFAFF),    # CJK compatibility ideographs
     (0xFF00, 0xFFEF),    # half-width and full-width forms
+    (0x1AFF0, 0x1B16F),  # Kana extended A/B, Kana supplement, small Kana (archaic, hentaigana)
     (0x20000, 0x3FFFF),  # Han extensions B..H
 )
 
