@@ -78,6 +78,13 @@ CREATE INDEX IF NOT EXISTS versions_order
 CREATE INDEX IF NOT EXISTS versions_digest ON versions (digest);
 """
 
+# What a registry folder may hold before its marker exists (a creation in progress).
+_LAYOUT = frozenset({"blobs", "tmp"})
+
+# A version's identity is its place in the order, not its spelling: "1.0.0+a" and "1.0.0+b",
+# or "2.0.0-alpha" and "2.0.0-alpha.0", are one version (one PEP 440 key), so one immutable row.
+_SAME_VERSION = "v.skill_id = ? AND v.major = ? AND v.minor = ? AND v.patch = ? AND v.pre_rank = ? AND v.pre_num = ?"
+
 _COLS = "v.skill_id, s.name, v.version, v.description, v.digest, v.tar_digest, v.size, v.files, v.created_at, v.yanked, v.yank_reason, v.front_matter"
 
 
@@ -118,8 +125,16 @@ class LocalRegistry:
 
     def _open(self, create: bool) -> None:
         marker = self.root / "registry.json"
+        if self.root.exists() and not self.root.is_dir():
+            raise RegistryError(f"{self.root} is a file, not a registry folder; choose a folder path")
         if not marker.exists():
-            if self.root.exists() and any(self.root.iterdir()):
+            # Only our own layout may already be there: another process creating the same
+            # registry right now has made blobs/ and tmp/ but not yet renamed the marker in.
+            try:
+                foreign = [p.name for p in self.root.iterdir() if p.name not in _LAYOUT] if self.root.exists() else []
+            except OSError as exc:
+                raise RegistryError(f"cannot read {self.root}: {exc.strerror or exc}; choose another folder") from None
+            if foreign:
                 raise RegistryError(
                     f"{self.root} is not a skillctl registry (no registry.json) and not empty; choose another folder"
                 )
@@ -136,7 +151,7 @@ class LocalRegistry:
                 info = json.loads(marker.read_text("utf-8"))
             except (OSError, ValueError) as exc:
                 raise RegistryError(f"{marker} is unreadable or corrupt ({exc}); restore it or use another folder") from None
-            if info.get("format") != FORMAT or not isinstance(info.get("version"), int):
+            if not isinstance(info, dict) or info.get("format") != FORMAT or not isinstance(info.get("version"), int):
                 raise RegistryError(f"{marker} does not describe a skillctl registry")
             if info["version"] > FORMAT_VERSION:
                 raise RegistryError(
@@ -258,8 +273,8 @@ class LocalRegistry:
             else:
                 skill_id = row[0]
             existing = c.execute(
-                f"SELECT {_COLS} FROM versions v JOIN skills s ON s.id = v.skill_id WHERE v.skill_id = ? AND v.public = ?",
-                (skill_id, sv.public),
+                f"SELECT {_COLS} FROM versions v JOIN skills s ON s.id = v.skill_id WHERE {_SAME_VERSION}",
+                (skill_id, *sv.order),
             ).fetchone()
             if existing is not None:
                 rec = _record(existing)
@@ -305,8 +320,8 @@ class LocalRegistry:
         if exact is not None:
             sv = SemVer.parse(exact)
             row = self.conn.execute(
-                f"SELECT {_COLS} FROM versions v JOIN skills s ON s.id = v.skill_id WHERE v.skill_id = ? AND v.public = ?",
-                (skill_id, sv.public),
+                f"SELECT {_COLS} FROM versions v JOIN skills s ON s.id = v.skill_id WHERE {_SAME_VERSION}",
+                (skill_id, *sv.order),
             ).fetchone()
             if row is None:
                 raise NotFoundError(f"{name}@{exact} is not published in {self.url}; see: skillctl versions {name}")
