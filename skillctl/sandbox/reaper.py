@@ -17,7 +17,7 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from skillctl.sandbox.settings import LABEL_EXPIRES, LABEL_MANAGED, LABEL_OWNER
 
@@ -87,23 +87,25 @@ def orphan_reason(labels: dict[str, str], now: float) -> str | None:
     return None
 
 
-def reap(client: Any, *, now: float | None = None) -> list[str]:
+def reap(client: Any, *, now: float | None = None, labels: Mapping[str, str] | None = None) -> list[str]:
     """Remove every skillctl container that is expired or orphaned; return their ids.
 
-    Removal is forced and takes the container's anonymous volumes with it. A container that is
-    already being removed (auto-remove after its TTL) is not an error.
+    ``labels`` narrows the sweep to containers that also carry these labels (tests use it so
+    as not to touch other runs' sandboxes). Removal is forced and takes the container's
+    anonymous volumes with it. A container already being removed (auto-remove after its TTL)
+    is not an error.
     """
     import docker.errors
 
     now = time.time() if now is None else now
-    removed = []
+    removed: list[str] = []
+    selector = [f"{LABEL_MANAGED}=1", *(f"{k}={v}" for k, v in sorted((labels or {}).items()))]
     try:
-        containers = client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=1"})
+        containers = client.containers.list(all=True, filters={"label": selector})
     except docker.errors.APIError:
         return removed  # reaping is housekeeping; the start that follows reports daemon errors
     for container in containers:
-        labels = container.labels or {}
-        if orphan_reason(labels, now) is None:
+        if orphan_reason(container.labels or {}, now) is None:
             continue
         try:
             container.remove(force=True, v=True)

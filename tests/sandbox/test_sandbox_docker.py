@@ -1,0 +1,255 @@
+"""The Docker sandbox against the real engine: hardening, exec, files, limits."""
+
+from __future__ import annotations
+
+import io
+import resource
+import tarfile
+import time
+
+import pytest
+
+from skillctl.errors import SandboxError, SandboxTimeout
+from skillctl.protocols import Sandbox
+from skillctl.sandbox import open_sandbox
+from skillctl.sandbox.docker_backend import DockerSandbox
+from skillctl.sandbox.output import format_result
+
+pytestmark = [pytest.mark.requires_docker]
+
+MiB = 1024 * 1024
+
+
+def _tar(files: dict[str, bytes], mode: int = 0o644) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as archive:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), mode
+            archive.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def sandbox(agent_image, docker_client):
+    # kill_after_s short so the SIGTERM-ignoring test does not wait the default 5 s.
+    with DockerSandbox(image=agent_image, client=docker_client, kill_after_s=1.0) as sb:
+        yield sb
+
+
+def test_is_a_sandbox_and_runs_a_skill_script(sandbox):
+    assert isinstance(sandbox, Sandbox)
+    script = b"#!/bin/sh\necho \"hello from $(basename \"$0\") in $(pwd)\"\n"
+    sandbox.put_archive("/skills", _tar({"demo/scripts/hello.sh": script, "demo/SKILL.md": b"---\n"}, 0o755))
+    result = sandbox.exec("/skills/demo/scripts/hello.sh")
+    assert result.ok, result
+    assert result.stdout == "hello from hello.sh in /workspace\n"
+    assert result.to_dict() == {
+        "stdout": result.stdout, "stderr": "", "outcome": {"type": "exit", "exit_code": 0},
+    }
+
+
+def test_python_and_sqlite_are_there(sandbox):
+    result = sandbox.exec(
+        "python3 -c 'import sqlite3; print(sqlite3.sqlite_version)' && "
+        "sqlite3 /workspace/t.db 'create table t(x); insert into t values (41+1); select x from t;'"
+    )
+    assert result.ok, result
+    assert result.stdout.splitlines()[-1] == "42"
+
+
+def test_runs_as_non_root_without_capabilities(sandbox):
+    result = sandbox.exec("id -u; id -g; grep -E '^(CapEff|CapBnd|NoNewPrivs):' /proc/self/status")
+    lines = result.stdout.split("\n")
+    assert lines[0] == "1000" and lines[1] == "1000"
+    assert "CapEff:\t0000000000000000" in result.stdout
+    assert "CapBnd:\t0000000000000000" in result.stdout
+    assert "NoNewPrivs:\t1" in result.stdout
+
+
+def test_root_filesystem_is_read_only(sandbox):
+    for path in ("/usr/local/bin/evil", "/etc/evil"):
+        result = sandbox.exec(f"touch {path}", user="0:0")  # not even root may write there
+        assert result.exit_code == 1 and "Read-only file system" in result.stderr
+
+
+def test_skills_are_read_only_for_the_agent_and_workspace_is_its_own(sandbox):
+    sandbox.put_archive("/skills", _tar({"ro/file.txt": b"original\n"}))
+    denied = sandbox.exec("echo changed > /skills/ro/file.txt; touch /skills/new")
+    assert denied.exit_code != 0 and denied.stderr.count("Permission denied") == 2
+    assert sandbox.exec("cat /skills/ro/file.txt").stdout == "original\n"
+    assert sandbox.exec("echo mine > /workspace/own.txt && cat own.txt").stdout == "mine\n"
+
+
+def test_hardening_is_in_the_container_config(sandbox, docker_client):
+    attrs = docker_client.api.inspect_container(sandbox.container_id)
+    host = attrs["HostConfig"]
+    assert host["NetworkMode"] == "none"
+    assert host["CapDrop"] == ["ALL"]
+    assert host["SecurityOpt"] == ["no-new-privileges"]
+    assert host["ReadonlyRootfs"] is True and host["Init"] is True and host["AutoRemove"] is True
+    assert host["PidsLimit"] == 256 and host["Memory"] == 2 * 1024 * MiB and host["NanoCpus"] == 10**9
+    assert host["MemorySwap"] == host["Memory"]
+    assert attrs["Config"]["User"] == "1000:1000"
+    labels = attrs["Config"]["Labels"]
+    assert labels["org.skillctl.managed"] == "1" and labels["org.skillctl.run-id"] == sandbox.run_id
+    assert int(labels["org.skillctl.expires"]) > time.time()
+    assert labels["org.skillctl.owner"].split("/")[2].isdigit()
+
+
+def test_network_is_really_off(sandbox):
+    # Only loopback exists and there is no route. The connect is attempted only once the route
+    # table is known to be empty, so no packet can leave even if this test fails.
+    result = sandbox.exec(
+        "ls /sys/class/net; tail -n +2 /proc/net/route | wc -l; python3 - <<'EOF'\n"
+        "import socket\n"
+        "s = socket.socket(); s.settimeout(3)\n"
+        "try:\n"
+        "    s.connect(('192.0.2.1', 80))\n"  # TEST-NET-1: documentation only
+        "    print('connected')\n"
+        "except OSError as exc:\n"
+        "    print('refused', exc.errno)\n"
+        "EOF"
+    )
+    lines = result.stdout.split()
+    assert lines[0] == "lo" and lines[1] == "0", result.stdout
+    assert lines[2:4] == ["refused", "101"], result  # ENETUNREACH
+
+
+def test_exit_codes_env_and_cwd_are_explicit(sandbox):
+    result = sandbox.exec('echo "$A-$B" >&2; pwd; exit 7', env={"A": "x", "B": "y"}, cwd="/tmp")
+    assert (result.outcome_type, result.exit_code) == ("exit", 7)
+    assert result.stdout == "/tmp\n" and result.stderr == "x-y\n"
+
+
+def test_timeout_kills_the_command_inside_the_container(sandbox):
+    started = time.monotonic()
+    result = sandbox.exec("sleep 1234 & sleep 1235", timeout_s=1)
+    assert result.outcome_type == "timeout" and result.exit_code is None
+    assert time.monotonic() - started < 4
+    ps = sandbox.exec("ps -eo args")
+    assert "sleep 123" not in ps.stdout, ps.stdout
+
+
+def test_a_command_ignoring_sigterm_is_killed_after_the_grace(sandbox):
+    result = sandbox.exec("trap '' TERM; sleep 1236; sleep 1236", timeout_s=1)
+    assert result.outcome_type == "timeout"
+    assert 1.9 <= result.duration_s < 5  # 1 s timeout + 1 s kill_after
+    assert "sleep 1236" not in sandbox.exec("ps -eo args").stdout
+
+
+def test_exit_124_before_the_deadline_is_not_a_timeout(sandbox):
+    result = sandbox.exec("exit 124", timeout_s=30)
+    assert (result.outcome_type, result.exit_code) == ("exit", 124)
+
+
+def test_gigabyte_flood_stays_within_the_capture_cap(sandbox):
+    gib = 1024 * MiB
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    result = sandbox.exec(f"head -c {gib} /dev/zero; echo tail-marker; head -c {64 * MiB} /dev/zero >&2", timeout_s=120)
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert result.ok
+    cap = sandbox.settings.max_capture_bytes
+    assert result.stdout_dropped == gib + len("tail-marker\n") - cap
+    assert result.stderr_dropped == 64 * MiB - cap
+    assert result.stdout.endswith("tail-marker\n")  # the tail survives the flood
+    assert f"{result.stdout_dropped} bytes not captured" in result.stdout
+    assert grown_mib < 200, f"host memory peak grew by {grown_mib:.0f} MiB"
+    model_text = format_result(result, 10_000)
+    assert len(model_text) <= 10_000 and "characters truncated" in model_text
+
+
+def test_fork_bomb_is_contained_by_the_pids_limit(agent_image, docker_client):
+    with DockerSandbox(image=agent_image, client=docker_client, pids_limit=64, kill_after_s=1) as sb:
+        assert sb.exec("cat /sys/fs/cgroup/pids/pids.max").stdout.strip() == "64"
+        bomb = sb.exec("bomb() { bomb | bomb & }; bomb; sleep 3", timeout_s=3)
+        assert "fork" in bomb.stderr.lower(), bomb.stderr[-500:]
+        alive = sb.exec("echo alive; ps -e --no-headers | wc -l", timeout_s=20)
+        assert alive.stdout.split()[0] == "alive"
+        assert int(alive.stdout.split()[1]) < 64
+
+
+def test_commands_given_together_run_concurrently_in_order(sandbox):
+    started = time.monotonic()
+    results = sandbox.exec_many(["sleep 2; echo first", "echo second", "sleep 2; echo third"])
+    elapsed = time.monotonic() - started
+    assert [r.stdout for r in results] == ["first\n", "second\n", "third\n"]
+    assert elapsed < 3.5, f"took {elapsed:.1f} s: the sleeps did not overlap"
+    assert sandbox.exec_many([]) == []
+
+
+def test_host_deadline_raises_sandbox_timeout(agent_image, docker_client):
+    # A process that leaves the command's process group (setsid) and keeps stdout open
+    # outlives `timeout`; the exec never ends, so only the host deadline can stop the wait.
+    with DockerSandbox(image=agent_image, client=docker_client, kill_after_s=0.5, host_grace_s=1) as sb:
+        started = time.monotonic()
+        with pytest.raises(SandboxTimeout, match="still running"):
+            sb.exec("setsid sleep 30 & sleep 30", timeout_s=0.5)
+        assert time.monotonic() - started < 6
+        assert sb.exec("echo still usable").stdout == "still usable\n"
+
+
+def test_put_archive_as_the_agent_and_into_a_new_folder(sandbox):
+    sandbox.put_archive("/workspace/inputs/deep", _tar({"data/in.csv": b"a,b\n1,2\n"}), user="agent")
+    result = sandbox.exec("stat -c '%U %n' inputs inputs/deep/data inputs/deep/data/in.csv && echo x >> inputs/deep/data/in.csv")
+    assert result.ok, result
+    assert [line.split()[0] for line in result.stdout.splitlines()] == ["agent"] * 3
+
+
+def test_put_archive_outside_writable_mounts_is_refused(sandbox):
+    with pytest.raises(SandboxError, match="read-only; put files under /skills, /workspace or /tmp"):
+        sandbox.put_archive("/etc", _tar({"evil": b"x"}))
+    with pytest.raises(SandboxError, match="absolute"):
+        sandbox.put_archive("relative", _tar({"x": b""}))
+    with pytest.raises(SandboxError, match="no user 'nobody-here'"):
+        sandbox.put_archive("/workspace", _tar({"x": b""}), user="nobody-here")
+    with pytest.raises(SandboxError, match="invalid user name"):
+        sandbox.put_archive("/workspace", _tar({"x": b""}), user="a;rm -rf /")
+
+
+def test_get_archive_round_trip_and_errors(sandbox):
+    sandbox.exec("mkdir -p out && echo result > out/r.txt")
+    with tarfile.open(fileobj=io.BytesIO(sandbox.get_archive("/workspace/out")), mode="r") as archive:
+        assert archive.extractfile("out/r.txt").read() == b"result\n"
+    with pytest.raises(SandboxError, match="no such file or folder in the sandbox: /workspace/nope"):
+        sandbox.get_archive("/workspace/nope")
+
+
+def test_get_archive_is_capped(agent_image, docker_client):
+    with DockerSandbox(image=agent_image, client=docker_client, max_archive_bytes=1 * MiB) as sb:
+        sb.exec("head -c 3000000 /dev/urandom > big")
+        with pytest.raises(SandboxError, match="larger than max_archive_bytes"):
+            sb.get_archive("/workspace/big")
+
+
+def test_invalid_calls_are_clear_errors(agent_image, docker_client, sandbox):
+    with pytest.raises(SandboxError, match="positive"):
+        sandbox.exec("true", timeout_s=0)
+    idle = DockerSandbox(image=agent_image, client=docker_client)
+    with pytest.raises(SandboxError, match="not started"):
+        idle.exec("true")
+    idle.stop()  # stopping a never-started sandbox is fine
+    with pytest.raises(SandboxError, match="image skillctl-agent:does-not-exist is not built"):
+        DockerSandbox(image="skillctl-agent:does-not-exist", client=docker_client).start()
+
+
+def test_exec_after_the_container_is_gone_says_so(agent_image, docker_client):
+    sb = DockerSandbox(image=agent_image, client=docker_client)
+    sb.start()
+    try:
+        docker_client.api.remove_container(sb.container_id, force=True, v=True)
+        with pytest.raises(SandboxError, match="no longer running.*start a new sandbox"):
+            sb.exec("true")
+    finally:
+        sb.stop()
+
+
+def test_stop_removes_container_and_volumes(agent_image, docker_client):
+    sb = open_sandbox("docker", image=agent_image, client=docker_client)
+    with sb:
+        cid = sb.container_id
+        volumes = [m["Name"] for m in docker_client.api.inspect_container(cid)["Mounts"]]
+        assert len(volumes) == 3
+    assert not docker_client.containers.list(all=True, filters={"id": cid})
+    remaining = {v.name for v in docker_client.volumes.list()}
+    assert not remaining & set(volumes)

@@ -1,0 +1,65 @@
+"""Fixtures for tests that need the real Docker Engine and the agent image.
+
+``requires_docker`` tests are skipped, with the reason, only when no Docker daemon answers and
+this is not CI: on CI (``CI`` set) a missing daemon must fail loudly rather than turn the
+container tests into silent skips. The agent image is built once per session (and reused
+across sessions: the build is skipped when the recipe hash matches).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+
+import pytest
+
+
+@functools.lru_cache(maxsize=1)
+def docker_unavailable_reason() -> str | None:
+    """None when a Docker daemon answers a ping, else why not (one line)."""
+    from skillctl.errors import SandboxError
+    from skillctl.sandbox.client import docker_client
+
+    try:
+        docker_client(timeout_s=5).close()
+    except SandboxError as exc:
+        return str(exc)
+    return None
+
+
+def _on_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _on_ci() or not any(item.get_closest_marker("requires_docker") for item in items):
+        return
+    reason = docker_unavailable_reason()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=f"no Docker daemon: {reason}")
+    for item in items:
+        if item.get_closest_marker("requires_docker"):
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    from skillctl.sandbox.client import docker_client as connect
+
+    client = connect()
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def agent_image(docker_client) -> str:
+    """The agent image reference for the current recipe, built if missing (minutes, once)."""
+    from skillctl.sandbox.image import ensure_image
+
+    def progress(line: str) -> None:
+        if not line.startswith("  "):  # the steps, not every debootstrap/docker build line
+            print(f"[agent image] {line}", file=sys.__stderr__, flush=True)
+
+    return ensure_image(progress=progress, client=docker_client)
