@@ -76,12 +76,17 @@ def load_skills(
     digests are then enforced: the store must serve exactly those bytes).
     """
     resolved = resolve_all(store, refs)  # step 1 for all skills before any copying: fail early
-    loaded: list[LoadedSkill] = []
-    for rs in resolved:  # step 2
+    # Step 2 in two halves: fetch and verify *every* bundle before copying any, so a tampered or
+    # hostile bundle leaves the sandbox untouched instead of half loaded.
+    verified: list[tuple[ResolvedSkill, bytes]] = []
+    for rs in resolved:
         data = store.fetch(rs)
         if sha256_digest(data) != rs.digest:
             raise IntegrityError(f"{rs.name}@{rs.version}: bundle does not match its digest {rs.digest[:19]}…")
         read_bundle(data, expected_name=rs.name, source=f"{rs.name}@{rs.version}")
+        verified.append((rs, data))
+    loaded: list[LoadedSkill] = []
+    for rs, data in verified:
         sandbox.put_archive(root, data)
         path = posixpath.join(root, rs.name)
         loaded.append(LoadedSkill(rs.id, rs.name, rs.version, rs.description, rs.digest, path, posixpath.join(path, "SKILL.md")))
