@@ -157,9 +157,14 @@ class Agent:
                     raise BudgetExhausted(f"step budget exhausted: {self.limits.max_steps} model calls without a final answer")
                 if self.limits.max_seconds is not None and self.clock() - started > self.limits.max_seconds:
                     raise TimeExhausted(f"time budget exhausted after {self.clock() - started:.1f} s")
-                if self.limits.max_total_tokens is not None and sum(sizes) >= self.limits.max_total_tokens:
-                    raise TokensExhausted(f"token budget exhausted: Z = {sum(sizes)} ≥ {self.limits.max_total_tokens}")
                 fitted: FitResult = fit(history, max(1, self.limits.context_budget - spec_tokens))
+                # Checked against the request about to be sent, not only the calls already made:
+                # otherwise the last request could carry Z past the budget by a whole context.
+                if self.limits.max_total_tokens is not None and sum(sizes) + fitted.tokens + spec_tokens > self.limits.max_total_tokens:
+                    raise TokensExhausted(
+                        f"token budget exhausted: Z = {sum(sizes)}, and the next request "
+                        f"(~{fitted.tokens + spec_tokens} tokens) would pass {self.limits.max_total_tokens}"
+                    )
                 prefix.observe(fitted.messages)
                 passes.append(fitted.pass_used)
                 step = len(sizes) + 1

@@ -27,7 +27,9 @@ class Transcript:
         self._ids: dict[int, int] = {}
         self._count = 0
 
-    def event(self, kind: str, **data: Any) -> None:
+    def event(self, kind: str, /, **data: Any) -> None:
+        # Positional-only: an event may carry its own "kind" field (the loop's error events do);
+        # as a keyword it collided with this parameter and crashed the run's error path.
         if self._fh is None:
             return
         self._fh.write(json.dumps({"type": kind, "time": round(time.time(), 3), **data}, ensure_ascii=False, default=str) + "\n")
