@@ -51,7 +51,7 @@ def stderr_is_tty() -> bool:
     return sys.stderr.isatty()
 
 
-registry_option = click.option(
+_registry_url_option = click.option(
     "--registry",
     "registry_url",
     envvar="SKILLCTL_REGISTRY",
@@ -60,10 +60,54 @@ registry_option = click.option(
     "Env: SKILLCTL_REGISTRY. Default: a folder in your user data directory.",
 )
 
+# How to reach an oci:// registry. Not passed to the command functions (expose_value=False):
+# they land in ctx.meta and open_registry_for_cli hands them to the backend, so every command
+# that takes --registry gets them without changing its signature.
+_ACCESS_KEY = "skillctl.registry_access"
+
+
+def _remember_access(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    if param.name == "password_stdin":
+        if not value:
+            return value
+        password = click.get_text_stream("stdin").read().rstrip("\r\n")
+        if not password:
+            raise click.UsageError("--password-stdin: nothing was read from standard input")
+        ctx.meta.setdefault(_ACCESS_KEY, {})["password"] = password
+        return value
+    ctx.meta.setdefault(_ACCESS_KEY, {})[param.name] = value
+    return value
+
+
+def registry_access_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--insecure, --username, --password-stdin (for oci:// registries)."""
+    for opt in (
+        click.option("--password-stdin", "password_stdin", is_flag=True, expose_value=False, callback=_remember_access,
+                     help="Read the registry password from stdin. Without it: SKILLCTL_REGISTRY_PASSWORD, "
+                     "then the Docker config (~/.docker/config.json auths, credential helpers)."),
+        click.option("--username", "username", metavar="USER", expose_value=False, callback=_remember_access,
+                     help="Registry user name (with --password-stdin). Env: SKILLCTL_REGISTRY_USERNAME."),
+        click.option("--insecure", "insecure", is_flag=True, envvar="SKILLCTL_INSECURE", expose_value=False,
+                     callback=_remember_access,
+                     help="Speak plain HTTP to an oci:// registry (never the default). Env: SKILLCTL_INSECURE=1."),
+    ):
+        f = opt(f)
+    return f
+
+
+def registry_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--registry plus the options for reaching an oci:// registry."""
+    return _registry_url_option(registry_access_options(f))
+
 
 def open_registry_for_cli(url: str | None, **options: Any) -> Any:
     from skillctl.registry import open_registry
 
+    ctx = click.get_current_context(silent=True)
+    access = dict(ctx.meta.get(_ACCESS_KEY, {})) if ctx is not None else {}
+    for key in ("insecure", "username", "password"):
+        if access.get(key):
+            options.setdefault(key, access[key])
     try:
         return open_registry(url, **options)
     except SkillctlError as exc:

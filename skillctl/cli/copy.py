@@ -1,0 +1,41 @@
+"""``skillctl copy``: mirror skill versions between registries, digests preserved."""
+
+from __future__ import annotations
+
+import click
+
+from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, registry_access_options
+
+
+@click.command("copy")
+@click.argument("ref")
+@click.option("--from", "src_url", required=True, metavar="URL", help="Source registry: a folder path or oci://HOST[:PORT]/NAMESPACE.")
+@click.option("--to", "dst_url", required=True, metavar="URL", help="Target registry: a folder path or oci://HOST[:PORT]/NAMESPACE.")
+@click.option("--pre", "prereleases", is_flag=True, help="Let a range in REF match pre-releases.")
+@registry_access_options
+@format_option
+@library_errors
+def copy_cmd(ref: str, src_url: str, dst_url: str, prereleases: bool, fmt: str) -> None:
+    """Copy REF from one registry to another, both ways between a folder and an OCI registry.
+
+    REF without a version (NAME or skill_ID) copies every version, yanked ones included; NAME@VERSION
+    or NAME@RANGE copies one. Bundles are copied byte for byte, so digests (and skills.lock files)
+    stay valid; running it again changes nothing. A version the target holds with other content
+    is reported and never overwritten. --insecure and credentials apply to every oci:// registry.
+    """
+    from skillctl.registry.oci.mirror import copy_skills
+
+    source = open_registry_for_cli(src_url, create=False)
+    target = open_registry_for_cli(dst_url)
+
+    def show(res) -> None:
+        if fmt == "text":
+            line = f"{res.status:<9} {res.name}@{res.version}  {res.digest}{'  (yanked)' if res.yanked else ''}"
+            click.echo(line if res.status != "failed" else f"{line}\n  error: {res.error}", err=res.status == "failed")
+
+    results = copy_skills(ref, source, target, prereleases=prereleases, progress=show)
+    if fmt == "json":
+        emit_json([r.to_dict() for r in results])
+    failed = [r for r in results if r.status == "failed"]
+    if failed:
+        raise click.ClickException(f"{len(failed)} of {len(results)} version(s) could not be copied to {target.url} (see above)")

@@ -1,0 +1,89 @@
+"""Copy skill versions between registries of any kind (folder ⇄ OCI, OCI ⇄ OCI, folder ⇄ folder).
+
+``REF`` without a version copies every version of the skill, yanked ones included, oldest
+first; ``NAME@VERSION`` or ``NAME@RANGE`` copies the one version it resolves to. Each bundle is
+fetched (digest verified by the source), checked as a hostile archive holding a valid skill, and
+published unchanged to the target, so its digest is the same there — a lock written against one
+registry installs from the other. Copying is idempotent: versions the target already holds with
+the same bytes are "unchanged"; a target version with *other* bytes is reported and left alone
+(never overwritten). A yanked source version is yanked in the target too (a target's own yanks
+are kept). OCI targets keep the source's publish time and, for a new repository, its skill id;
+the folder registry assigns its own id and time (ids are per registry).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from skillctl.errors import IntegrityError, SkillctlError
+from skillctl.registry.prepare import prepare_bundle_bytes
+from skillctl.registry.records import VersionRecord
+from skillctl.registry.refs import parse_ref
+
+
+@dataclass(frozen=True)
+class CopyResult:
+    name: str
+    version: str
+    digest: str
+    status: str  # "published" | "unchanged" | "failed"
+    yanked: bool = False
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "version": self.version, "digest": self.digest, "status": self.status, "yanked": self.yanked}
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+def source_versions(source: Any, ref: str, *, prereleases: bool = False) -> list[VersionRecord]:
+    """What ``ref`` selects in ``source``: every version (oldest first) or the one it resolves to."""
+    parsed = parse_ref(ref)
+    if "@" not in parsed.text:
+        return list(reversed(source.versions(parsed.text)))
+    return [source.resolve_record(parsed, prereleases=prereleases)]
+
+
+def copy_version(source: Any, target: Any, rec: VersionRecord) -> CopyResult:
+    data = source.fetch(rec.resolved())
+    prepared = prepare_bundle_bytes(data, source=f"{rec.name}@{rec.version} from {source.url}", version=rec.version)
+    if prepared.digest != rec.digest:  # same bytes in, so this only trips on a broken source
+        raise IntegrityError(f"{rec.name}@{rec.version}: bytes from {source.url} hash to {prepared.digest[:19]}…, not {rec.digest[:19]}…")
+    from skillctl.registry.oci.backend import OciRegistry
+
+    if isinstance(target, OciRegistry):
+        res = target.publish(prepared, created_at=rec.created_at or None, skill_id=rec.skill_id)
+    else:
+        res = target.publish(prepared)
+    if res.record.digest != rec.digest:
+        raise IntegrityError(f"{rec.name}@{rec.version}: {target.url} stored {res.record.digest[:19]}…, not {rec.digest[:19]}…")
+    yanked = res.record.yanked
+    if rec.yanked and not yanked:
+        yanked = target.set_yanked(f"{rec.name}@{res.record.version}", True, rec.yank_reason).yanked
+    return CopyResult(rec.name, res.record.version, rec.digest, res.status, yanked)
+
+
+def copy_skills(
+    ref: str,
+    source: Any,
+    target: Any,
+    *,
+    prereleases: bool = False,
+    progress: Callable[[CopyResult], None] | None = None,
+) -> list[CopyResult]:
+    """Copy what ``ref`` selects from ``source`` to ``target``; a version that cannot be copied
+    is reported as "failed" with its one-line reason and the others still go."""
+    if source.url == target.url:
+        raise SkillctlError(f"--from and --to are the same registry ({source.url}); nothing to copy")
+    out: list[CopyResult] = []
+    for rec in source_versions(source, ref, prereleases=prereleases):
+        try:
+            res = copy_version(source, target, rec)
+        except SkillctlError as exc:
+            res = CopyResult(rec.name, rec.version, rec.digest, "failed", rec.yanked, str(exc))
+        out.append(res)
+        if progress:
+            progress(res)
+    return out
