@@ -15,11 +15,14 @@ which is why a bundle records the digest of its uncompressed tar as well.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import queue
 import struct
 import tarfile
+import threading
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from skillctl.errors import ConfigError
@@ -85,30 +88,100 @@ def _header(entry: Entry, mtime: int) -> bytes:
     return info.tobuf(tarfile.PAX_FORMAT, "utf-8", "strict")
 
 
-def canonical_tar(entries: Iterable[Entry], mtime: int) -> bytes:
-    """The tar bytes for ``entries`` in the order given (callers sort them; see
-    :func:`sorted_entries`)."""
-    parts: list[bytes] = []
+def _tar_pieces(entries: Iterable[Entry], mtime: int) -> Iterator[bytes]:
     offset = 0
     for entry in entries:
         header = _header(entry, mtime)
-        parts.append(header)
+        yield header
         offset += len(header)
         if entry.data:
-            parts.append(entry.data)
             pad = -len(entry.data) % BLOCK
-            parts.append(b"\0" * pad)
+            yield entry.data
+            yield b"\0" * pad
             offset += len(entry.data) + pad
     end = 2 * BLOCK
     end += -(offset + end) % RECORD
-    parts.append(b"\0" * end)
-    return b"".join(parts)
+    yield b"\0" * end
 
 
-def sorted_entries(top: str, files: dict[str, tuple[bytes, bool]], extra_dirs: Iterable[str] = ()) -> list[Entry]:
-    """Entries for a top folder ``top`` holding ``files`` (path relative to ``top`` →
-    (data, executable)): every parent folder explicit, everything sorted by member path so a
-    folder precedes its contents."""
+def canonical_tar(entries: Iterable[Entry], mtime: int) -> bytes:
+    """The tar bytes for ``entries`` in the order given (callers sort them; see
+    :func:`sorted_entries`)."""
+    return b"".join(_tar_pieces(entries, mtime))
+
+
+@dataclass(frozen=True)
+class TarGz:
+    data: bytes  # the .tar.gz
+    digest: str  # hex sha256 of data
+    tar_digest: str  # hex sha256 of the uncompressed tar
+
+
+_BATCH = 1024 * 1024
+
+
+def tar_gz(entries: Iterable[Entry], mtime: int, level: int = COMPRESSLEVEL) -> TarGz:
+    """``gzip_bytes(canonical_tar(entries, mtime))`` and both digests, in one pass.
+
+    Deflate runs in a second thread fed 1 MiB batches while this one builds the tar (reading
+    files if ``entries`` does) and hashes it: zlib and hashlib release the GIL on large buffers,
+    so the two overlap as ``tar | gzip`` does. The bytes are the same as compressing in one call:
+    without flushes, zlib's output does not depend on how its input is split.
+    """
+    _check_level(level)
+    batches: queue.Queue[bytes | None] = queue.Queue(maxsize=4)
+    result: dict[str, object] = {}
+
+    def deflate() -> None:
+        drained = False
+        try:
+            compressor = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
+            parts = [GZIP_HEADER]
+            crc, length = 0, 0
+            while (batch := batches.get()) is not None:
+                crc = zlib.crc32(batch, crc)
+                length += len(batch)
+                parts.append(compressor.compress(batch))
+            drained = True
+            parts.append(compressor.flush())
+            parts.append(struct.pack("<II", crc & 0xFFFFFFFF, length & 0xFFFFFFFF))
+            data = b"".join(parts)
+            result["data"], result["digest"] = data, hashlib.sha256(data).hexdigest()
+        except BaseException as exc:  # re-raised in the caller's thread
+            result["error"] = exc
+            while not drained and batches.get() is not None:  # don't leave the producer blocked
+                pass
+
+    worker = threading.Thread(target=deflate, name="skillctl-deflate", daemon=True)
+    worker.start()
+    tar_hash = hashlib.sha256()
+    try:
+        pending: list[bytes] = []
+        size = 0
+        for piece in _tar_pieces(entries, mtime):
+            pending.append(piece)
+            size += len(piece)
+            if size >= _BATCH:
+                batch = b"".join(pending)
+                tar_hash.update(batch)
+                batches.put(batch)
+                pending, size = [], 0
+        if pending:
+            batch = b"".join(pending)
+            tar_hash.update(batch)
+            batches.put(batch)
+    finally:
+        batches.put(None)
+        worker.join()
+    if "error" in result:
+        raise result["error"]  # type: ignore[misc]
+    return TarGz(data=result["data"], digest=result["digest"], tar_digest=tar_hash.hexdigest())  # type: ignore[arg-type]
+
+
+def layout(top: str, files: Iterable[str], extra_dirs: Iterable[str] = ()) -> list[tuple[str, str | None]]:
+    """The canonical member order for a top folder ``top`` holding ``files`` (paths relative to
+    ``top``): ``(member path, relative file path or None for a folder)``, every parent folder
+    explicit, sorted by member path so a folder precedes its contents."""
     dirs = {top}
 
     def add_folders(rel: str, include_last: bool) -> None:
@@ -116,21 +189,34 @@ def sorted_entries(top: str, files: dict[str, tuple[bytes, bool]], extra_dirs: I
         for i in range(1, len(parts) + (1 if include_last else 0)):
             dirs.add(top + "/" + "/".join(parts[:i]))
 
-    for rel in files:
+    rels = list(files)
+    for rel in rels:
         add_folders(rel, include_last=False)
     for rel in extra_dirs:
         add_folders(rel, include_last=True)
-    entries = [Entry(d, None) for d in dirs]
-    entries += [Entry(f"{top}/{rel}", data, executable) for rel, (data, executable) in files.items()]
-    entries.sort(key=lambda e: e.path)
-    return entries
+    order: list[tuple[str, str | None]] = [(d, None) for d in dirs]
+    order += [(f"{top}/{rel}", rel) for rel in rels]
+    order.sort(key=lambda item: item[0])
+    return order
+
+
+def sorted_entries(top: str, files: dict[str, tuple[bytes, bool]], extra_dirs: Iterable[str] = ()) -> list[Entry]:
+    """Entries for ``files`` (relative path → (data, executable)) in :func:`layout` order."""
+    return [
+        Entry(path, None) if rel is None else Entry(path, files[rel][0], files[rel][1])
+        for path, rel in layout(top, files, extra_dirs)
+    ]
+
+
+def _check_level(level: int) -> None:
+    if level not in range(2, 9):  # GzipFile marks levels 1 and 9 in the XFL byte; we use neither
+        raise ValueError(f"compression level {level} is not supported here")
 
 
 def gzip_bytes(tar: bytes, level: int = COMPRESSLEVEL) -> bytes:
     """Gzip ``tar`` with a fixed header (no name, mtime 0, OS 255), byte-identical to
     ``gzip.GzipFile(filename="", mtime=0, compresslevel=level)``."""
-    if level not in range(2, 9):  # GzipFile marks levels 1 and 9 in the XFL byte; we use neither
-        raise ValueError(f"compression level {level} is not supported here")
+    _check_level(level)
     compressor = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
     body = compressor.compress(tar) + compressor.flush()
     trailer = struct.pack("<II", zlib.crc32(tar) & 0xFFFFFFFF, len(tar) & 0xFFFFFFFF)

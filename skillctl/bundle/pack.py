@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from skillctl.bundle.canonical import canonical_tar, gzip_bytes, resolve_mtime, sorted_entries
+from skillctl.bundle.canonical import Entry, layout, resolve_mtime, tar_gz
 from skillctl.bundle.collect import IGNORE_FILE, BundleFile, collect_files
 from skillctl.bundle.digest import format_digest
 from skillctl.bundle.limits import BundleLimits
@@ -66,35 +66,40 @@ def pack(folder: Path, name: str, *, mtime: int | None = None, limits: BundleLim
         raise BundleError(f"bundle name {name!r} contains '/'; use the skill's name")
     files = collect_files(folder, ignore_file=IGNORE_FILE)
     tally = MemberTally(limits, expected_name=name)
-    contents: dict[str, tuple[bytes, bool]] = {}
     try:
         tally.add_dir(name)
         for file in files:
-            member = f"{name}/{file.path}"
-            tally.add_file(member, file.size)
-            data = _read_regular(file)
-            if len(data) != file.size:  # changed while packing: check the caps on what was read
-                raise BundleError(f"{file.source}: changed while packing; pack again once the folder is stable")
-            contents[file.path] = (data, file.executable)
+            tally.add_file(f"{name}/{file.path}", file.size)  # folders are tallied as parents
         tally.finish()
     except Refused as exc:
-        rel = exc.member.partition("/")[2] or exc.member
-        raise BundleError(f"{folder}: {rel!r}: {exc.what} (rule: {exc.rule}); rename, shrink or ignore it") from None
-    # Folders were tallied as the parents of files; only the files' parents are packed.
-    entries = sorted_entries(name, contents)
-    tar = canonical_tar(entries, stamp)
-    data = gzip_bytes(tar)
-    if len(data) > limits.max_bundle_size:
+        rel = exc.member.partition("/")[2] if exc.member else ""
+        raise BundleError(f"{folder}: {rel or exc.member!r}: {exc.what} (rule: {exc.rule}); rename, shrink or ignore it") from None
+    by_path = {file.path: file for file in files}
+
+    def entries() -> Iterator[Entry]:
+        # Files are read as the tar is written, so reading overlaps compression.
+        for member, rel in layout(name, by_path):
+            if rel is None:
+                yield Entry(member, None)
+                continue
+            file = by_path[rel]
+            data = _read_regular(file)
+            if len(data) != file.size:  # the caps were checked on the size listed
+                raise BundleError(f"{file.source}: changed while packing; pack again once the folder is stable")
+            yield Entry(member, data, file.executable)
+
+    packed = tar_gz(entries(), stamp)
+    if len(packed.data) > limits.max_bundle_size:
         raise BundleError(
-            f"{folder}: the bundle would be {len(data)} bytes compressed, over the limit of "
+            f"{folder}: the bundle would be {len(packed.data)} bytes compressed, over the limit of "
             f"{limits.max_bundle_size} (rule: max_bundle_size); move large assets out of the skill"
         )
     return PackedBundle(
         name=name,
-        data=data,
-        digest=format_digest(hashlib.sha256(data).hexdigest()),
-        tar_digest=format_digest(hashlib.sha256(tar).hexdigest()),
-        size=len(data),
+        data=packed.data,
+        digest=format_digest(packed.digest),
+        tar_digest=format_digest(packed.tar_digest),
+        size=len(packed.data),
         files=tuple(f.path for f in files),
     )
 

@@ -51,7 +51,6 @@ _TYPE_NAMES = {
     b"4": ("block device", RULE_TYPES),
     b"6": ("FIFO", RULE_TYPES),
     b"7": ("contiguous file", RULE_TYPES),
-    b"K": ("GNU long link name", RULE_NO_LINKS),
     b"S": ("GNU sparse file", RULE_TYPES),
     b"g": ("global PAX header", RULE_NO_GLOBAL),
 }
@@ -164,6 +163,13 @@ def _parse_pax(payload: bytes, header_name: str) -> dict[str, str]:
     return records
 
 
+def _gnu_long_name(payload: bytes, header_name: str) -> bytes:
+    name, _, rest = payload.partition(b"\0")
+    if rest.strip(b"\0"):
+        raise Refused(header_name, "GNU long name has data after its end", RULE_TAR)
+    return name
+
+
 class TarScanner:
     """Reads members from an iterable of decompressed chunks, one header at a time.
 
@@ -203,20 +209,20 @@ class TarScanner:
     def next_member(self) -> Header | None:
         """The next member's header, or None at the end-of-archive marker."""
         extended: tuple[str, dict[str, str] | str] | None = None  # (header name, PAX records | GNU name)
+        long_link: str | None = None
         while True:
             start = self.offset
             if self._fill(BLOCK) == 0:
                 raise Refused(None, "the tar stream ends without an end-of-archive marker (truncated?)", RULE_TAR)
             block = self._read(BLOCK)
             if block == ZERO_BLOCK:
-                if extended is not None:
-                    raise Refused(extended[0], "extended header not followed by a member", RULE_TAR)
+                if extended is not None or long_link is not None:
+                    name = extended[0] if extended is not None else "././@LongLink"
+                    raise Refused(name, "extended header not followed by a member", RULE_TAR)
                 return None
             raw = _parse_header(block, start)
-            if raw.type in (b"x", b"L"):
+            if raw.type in (b"x", b"L", b"K"):
                 header_name = raw.name.decode("utf-8", "replace")
-                if extended is not None:
-                    raise Refused(header_name, "two extended headers for one member", RULE_TAR)
                 if raw.size > self.limits.max_header_size:
                     raise Refused(
                         header_name,
@@ -224,16 +230,27 @@ class TarScanner:
                         RULE_HEADER_SIZE,
                     )
                 payload = self._read(raw.size)
-                self._skip_padding(raw.size)
+                if self._read(-raw.size % BLOCK).strip(b"\0"):
+                    # tarfile parses the whole padded block: records hidden past `size` would be
+                    # seen by it and not by us.
+                    raise Refused(header_name, "data hidden in the padding of an extended header", RULE_TAR)
+                if raw.type == b"K":
+                    # A GNU long link target: read (capped) so the refusal can name the member.
+                    if long_link is not None:
+                        raise Refused(header_name, "two long link names for one member", RULE_TAR)
+                    long_link = _gnu_long_name(payload, header_name).decode("utf-8", "replace")
+                    continue
+                if extended is not None:
+                    raise Refused(header_name, "two extended headers for one member", RULE_TAR)
                 if raw.type == b"x":
                     extended = (header_name, _parse_pax(payload, header_name))
                 else:
-                    name, _, rest = payload.partition(b"\0")
-                    if rest.strip(b"\0"):
-                        raise Refused(header_name, "GNU long name has data after its end", RULE_TAR)
-                    extended = (header_name, _decode(name))
+                    extended = (header_name, _decode(_gnu_long_name(payload, header_name)))
                 continue
-            return self._member(raw, extended)
+            header = self._member(raw, extended)
+            if long_link is not None:
+                raise Refused(header.path, f"link to {long_link!r} (GNU long link name)", RULE_NO_LINKS)
+            return header
 
     def _member(self, raw: _Raw, extended: tuple[str, dict[str, str] | str] | None) -> Header:
         name = _decode(raw.name)
@@ -266,6 +283,10 @@ class TarScanner:
                 name = name[:-1]
             return Header(name, True, 0, False)
         if raw.type in (b"0", b"\0"):
+            if raw.type == b"\0" and raw.name.endswith(b"/"):
+                # Pre-POSIX folder spelling: tarfile and GNU tar make it a folder even when a PAX
+                # path says otherwise.
+                raise Refused(name, "type-NUL entry whose header name ends in '/' (old-style folder)", RULE_TAR)
             return Header(name, False, size, bool(raw.mode & 0o111))
         kind = raw.type.decode("ascii", "replace")
         raise Refused(name, f"unknown member type {kind!r}", RULE_TYPES)
