@@ -128,7 +128,7 @@ class MemberTally:
         """The top folder's name, once every member has been added. Refuses an empty bundle and
         one without ``SKILL.md`` at the top of its folder."""
         if self.top is None:
-            raise Refused("", "the bundle has no members", RULE_ONE_TOP)
+            raise Refused(None, "the bundle has no members", RULE_ONE_TOP)
         if self.kinds.get(f"{self.top}/{SKILL_FILE}") != "file":
             raise Refused(f"{self.top}/{SKILL_FILE}", "missing; a bundle holds one skill", RULE_HAS_SKILL)
         return self.top

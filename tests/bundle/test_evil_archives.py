@@ -210,7 +210,7 @@ def test_refuses_evil_tar_without_skill_md(assert_refused):
 
 
 def test_refuses_evil_tar_empty_archive(assert_refused):
-    assert_refused(gz(tar_bytes([])), member="", rule="one top folder")
+    assert_refused(gz(tar_bytes([])), member=None, rule="one top folder")
 
 
 def test_refuses_evil_tar_folder_entry_with_hidden_data(assert_refused):

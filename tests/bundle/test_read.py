@@ -98,13 +98,14 @@ def test_skill_md_that_is_not_utf8_is_reported():
 # --- extraction ---------------------------------------------------------------------------
 
 
-def test_extract_writes_normalised_modes_whatever_the_umask(make_skill, tmp_path):
+@pytest.mark.parametrize("durable", [True, False])
+def test_extract_writes_normalised_modes_whatever_the_umask(make_skill, tmp_path, durable):
     root = make_skill({"bin/tool": "#!/bin/sh\n", "data/a.txt": "a"})
     (root / "bin/tool").chmod(0o700)
     packed = pack(root, "demo")
     old = os.umask(0o077)
     try:
-        target = extract_bundle(packed.data, tmp_path / "skills", expected_name="demo")
+        target = extract_bundle(packed.data, tmp_path / "skills", expected_name="demo", durable=durable)
     finally:
         os.umask(old)
     assert target == tmp_path / "skills" / "demo"
