@@ -25,10 +25,11 @@ from typing import Any, Callable
 
 import yaml
 
-from skillctl.bundle import extract_bundle, sha256_digest
+from skillctl.bundle import read_bundle, sha256_digest, write_contents
 from skillctl.errors import IntegrityError, LockError, SkillctlError
 from skillctl.protocols import ResolvedSkill
 from skillctl.registry.refs import NAME_RE, parse_ref
+from skillctl.versioning import SEMVER_RE
 
 LOCK_VERSION = 1
 REQUIREMENTS_FILE = "skills.yaml"
@@ -151,9 +152,16 @@ def read_lock(path: Path) -> Lock:
         req = Requirements(dict(r["skills"]), bool(r.get("prereleases", False)))
         skills = []
         for name, s in doc["skills"].items():
+            if not isinstance(name, str) or not NAME_RE.match(name):
+                raise LockError(f"{path}: '{name}' is not a skill name; regenerate it with: skillctl lock")
             for key in ("id", "version", "digest"):
                 if not isinstance(s.get(key), str):
                     raise LockError(f"{path}: skills.{name}.{key} is missing or not a string")
+            # A lock pins; a range here would be re-resolved at install time, silently.
+            if not SEMVER_RE.match(s["version"]):
+                raise LockError(
+                    f"{path}: skills.{name}.version '{s['version']}' is not an exact version; regenerate it with: skillctl lock"
+                )
             skills.append(
                 LockedSkill(name, s.get("requested", ""), s["id"], s["version"], s["digest"], s.get("tar_digest", ""), int(s.get("size", 0)))
             )
@@ -168,6 +176,10 @@ def write_atomic(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
+            # mkstemp makes 0600; a lockfile is project content, so honour the umask like open() does.
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(fh.fileno(), 0o666 & ~umask)
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -200,11 +212,18 @@ def fetch_locked(registry: Any, skill: LockedSkill) -> tuple[ResolvedSkill, byte
 
 
 def install(lock: Lock, registry: Any, dest: Path, *, progress: Callable[[str], None] | None = None) -> list[Path]:
-    dest.mkdir(parents=True, exist_ok=True)
-    out = []
+    """Install every locked skill into ``dest/NAME/``; returns the folders, sorted by name.
+
+    All bundles are fetched and checked (digest against the lock, then every member) before
+    the first one is written: one bad skill leaves ``dest`` exactly as it was.
+    """
+    checked = []
     for skill in sorted(lock.skills, key=lambda s: s.name):
         _, data = fetch_locked(registry, skill)
-        folder = extract_bundle(data, dest, expected_name=skill.name, overwrite=True, source=f"{skill.name}@{skill.version}")
+        checked.append((skill, read_bundle(data, expected_name=skill.name, source=f"{skill.name}@{skill.version}")))
+    out = []
+    for skill, contents in checked:
+        folder = write_contents(contents, dest, overwrite=True)
         if progress:
             progress(f"installed {skill.name}@{skill.version} -> {folder}")
         out.append(folder)
