@@ -78,6 +78,8 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
     approver = Approver(policy, mode=approve)
     reg = open_registry_for_cli(registry_url) if (skills or lock_path) else None
     resolved = _resolve_skills(reg, skills, lock_path) if reg is not None else []
+    # Packed before the container starts, so a bad input fails in one line without one.
+    staged = inputs_tar(list(inputs)) if inputs else None
     if sandbox_name == "docker":
         from skillctl.sandbox.image import ensure_image
 
@@ -88,8 +90,11 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
     transcript_path = transcript_path or _default_transcript()
     with sandbox:
         progress(f"sandbox started ({sandbox_name})")
-        if inputs:
-            sandbox.put_archive("/workspace", inputs_tar(list(inputs)))
+        if staged is not None:
+            # Owned by the agent's user: staged as root, inputs were read-only to the agent and it
+            # could not write into a staged folder. (The local backend runs as the caller anyway.)
+            owner = sandbox.settings.user if sandbox_name == "docker" else None
+            sandbox.put_archive("/workspace", staged, user=owner)
             progress(f"staged {len(inputs)} input(s) into /workspace")
         loaded = load_skills(resolved, reg, sandbox, progress=progress) if reg is not None else None
 

@@ -8,6 +8,7 @@ JSON, or arguments that fail the schema are answered with an error result and no
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -113,6 +114,31 @@ SHELL_DESCRIPTION = (
 )
 
 
+def _interruptible(fn: Callable[[], Any]) -> Any:
+    """``fn()``, run on a daemon thread while this one waits for it.
+
+    Why: a backend that runs commands on a thread pool waits for them when interrupted (the
+    pool's shutdown joins its workers), so Ctrl-C reached the loop only when every command had
+    finished or timed out — minutes later. Waiting here instead lets ``KeyboardInterrupt`` through
+    at once; the commands still running end when the caller stops the sandbox (``skillctl run``
+    does so in its ``with`` block), and their late results are discarded.
+    """
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # re-raised on the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="shell-tool", daemon=True)
+    worker.start()
+    worker.join()  # interruptible: a signal's exception is raised here
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 def shell_tool(
     sandbox: Sandbox,
     *,
@@ -131,7 +157,7 @@ def shell_tool(
         allowed = [c for c, (ok, _) in zip(commands, verdicts) if ok]
         started = time.monotonic()
         try:
-            results = iter(sandbox.exec_many(allowed, timeout_s=timeout_s) if allowed else [])
+            results = iter(_interruptible(lambda: sandbox.exec_many(allowed, timeout_s=timeout_s)) if allowed else [])
         except SandboxError as exc:
             return ToolOutcome(f"error: the sandbox failed to run the commands: {exc}", ok=True,
                                details={"error": str(exc)})

@@ -1,0 +1,350 @@
+"""``skillctl run``, ``catalog`` and ``export`` through the real command line: a real registry
+folder, the real engine, the script model. Answer on stdout, progress on stderr, exit codes per
+outcome, inputs staged, and no container left behind — whether the run answered, failed, or was
+interrupted with Ctrl-C or SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from skillctl.cli import cli
+from skillctl.errors import CONTEXT_TOO_LONG_MESSAGE
+from skillctl.runtime.transcript import rebuild_requests
+from skillctl.sandbox.reaper import Owner
+from skillctl.sandbox.settings import LABEL_MANAGED, LABEL_OWNER
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_SCRIPT = REPO / "examples" / "demo" / "demo.script.yaml"
+NOTES = REPO / "examples" / "demo" / "notes.txt"
+DEMO_ANSWER = yaml.safe_load(DEMO_SCRIPT.read_text("utf-8"))["steps"][-1]["answer"]
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory) -> Path:
+    """The example skills published through the CLI into a fresh registry folder."""
+    path = tmp_path_factory.mktemp("cli-run") / "reg"
+    result = CliRunner().invoke(cli, ["publish", str(REPO / "skills"), "--registry", str(path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return path
+
+
+@pytest.fixture
+def env(registry, tmp_path) -> dict[str, str]:
+    """Isolated user folders; the registry from the fixture; no model endpoint from outside."""
+    return {
+        "SKILLCTL_REGISTRY": str(registry),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "OPENAI_BASE_URL": "",
+        "OPENAI_API_KEY": "",
+        "SKILLCTL_MODEL": "",
+    }
+
+
+def script(tmp_path: Path, steps: list, name: str = "s.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump({"steps": steps}, sort_keys=False), "utf-8")
+    return f"script:{path}"
+
+
+def invoke(env, *args: str):
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def owned_containers(docker_client, pid: int) -> set[str]:
+    """Ids of skillctl containers whose owner label names process ``pid``."""
+    found = set()
+    for c in docker_client.containers.list(all=True, filters={"label": [f"{LABEL_MANAGED}=1"]}):
+        owner = Owner.parse((c.labels or {}).get(LABEL_OWNER, ""))
+        if owner is not None and owner.pid == pid:
+            found.add(c.id)
+    return found
+
+
+# --------------------------------------------------------------------------- in-process runs
+
+
+@pytest.mark.requires_docker
+def test_demo_answer_on_stdout_progress_on_stderr(env, tmp_path, agent_image, docker_client):
+    before = owned_containers(docker_client, os.getpid())
+    transcript = tmp_path / "t.jsonl"
+    result = invoke(env, "run", "--skill", "tally", "--input", str(NOTES), "--model", f"script:{DEMO_SCRIPT}",
+                    "--transcript", str(transcript), "How many words are in notes.txt?")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == DEMO_ANSWER + "\n"
+    err = result.stderr
+    for expected in ("sandbox started (docker)", "staged 1 input(s) into /workspace", "loaded tally@1.0.0 -> /skills/tally/",
+                     "step 1: shell", "  exit 0 in ", "step 5: answer (", "outcome: answered; steps K=5; Z="):
+        assert expected in err, (expected, err)
+    assert "44" in DEMO_ANSWER
+    # The tally script really ran on the staged file inside the container.
+    events = [json.loads(line) for line in transcript.read_text().splitlines()]
+    outputs = [o for e in events if e["type"] == "message" and e.get("details") for o in e["details"].get("output", [])]
+    tally_json = [o for o in outputs if "--json" in o["command"]][0]
+    assert json.loads(tally_json["stdout"])["words"] == 44
+    assert owned_containers(docker_client, os.getpid()) <= before
+
+
+@pytest.mark.requires_docker
+def test_format_json_reports_outcome_answer_steps_and_cost(env, tmp_path, agent_image, docker_client):
+    transcript = tmp_path / "t.jsonl"
+    result = invoke(env, "run", "--skill", "tally", "--input", str(NOTES), "--model", f"script:{DEMO_SCRIPT}",
+                    "--transcript", str(transcript), "--format", "json", "How many words?")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert {"outcome", "answer", "steps", "Z", "context_sizes", "transcript"} <= set(report)
+    assert (report["outcome"], report["answer"], report["steps"]) == ("answered", DEMO_ANSWER, 5)
+    assert len(report["context_sizes"]) == 5 and report["Z"] == sum(report["context_sizes"])
+    assert report["context_sizes"] == sorted(report["context_sizes"])  # the context only grows here
+    assert report["transcript"] == str(transcript)
+    assert len(rebuild_requests(transcript)) == 5
+    assert "outcome:" not in result.stdout  # the summary line is progress: stderr
+
+
+EXIT_CASES = {
+    "budget_exhausted": (3, ["--max-steps", "1"], [{"shell": ["true"]}, {"answer": "x"}]),
+    "invalid_calls": (6, [], [{"tool": "nope", "arguments": {}}] * 3 + [{"answer": "x"}]),
+    "model_error": (8, [], [{"shell": ["true"]}]),
+    "time_exhausted": (4, ["--max-seconds", "1"], [{"shell": ["sleep 1.5"]}, {"answer": "x"}]),
+    "tokens_exhausted": (5, ["--max-tokens", "1200"], [{"shell": ["seq 1 300"]}] * 5 + [{"answer": "x"}]),
+}
+
+
+@pytest.mark.requires_docker
+@pytest.mark.parametrize("outcome", sorted(EXIT_CASES))
+def test_each_outcome_has_its_exit_code_and_removes_the_container(outcome, env, tmp_path, agent_image, docker_client):
+    code, options, steps = EXIT_CASES[outcome]
+    before = owned_containers(docker_client, os.getpid())
+    result = invoke(env, "run", "--model", script(tmp_path, steps), "--transcript", str(tmp_path / "t.jsonl"),
+                    "--format", "json", *options, "Do it.")
+    assert result.exit_code == code, result.output
+    report = json.loads(result.stdout)
+    assert report["outcome"] == outcome and report["answer"] is None and report["message"]
+    if outcome == "tokens_exhausted":
+        assert report["Z"] <= 1200 and report["steps"] >= 1
+    assert owned_containers(docker_client, os.getpid()) <= before
+
+
+@pytest.mark.requires_docker
+def test_context_too_long_exit_code_and_message(env, tmp_path, agent_image, docker_client):
+    before = owned_containers(docker_client, os.getpid())
+    result = invoke(env, "run", "--model", script(tmp_path, [{"answer": "x"}]), "--transcript", str(tmp_path / "t.jsonl"),
+                    "--context-budget", "1000", "word " * 5000)
+    assert result.exit_code == 7, result.output
+    assert result.stdout == ""
+    assert CONTEXT_TOO_LONG_MESSAGE in result.stderr and "Traceback" not in result.stderr
+    assert owned_containers(docker_client, os.getpid()) <= before
+
+
+@pytest.mark.requires_docker
+def test_inputs_are_staged_as_files_the_agent_owns(env, tmp_path, agent_image):
+    folder = tmp_path / "project"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "data.csv").write_text("a,b\n1,2\n", "utf-8")
+    run_sh = folder / "run.sh"
+    run_sh.write_text("#!/bin/sh\necho ran\n", "utf-8")
+    run_sh.chmod(0o755)
+    steps = [
+        {"shell": ["cd /workspace && find . -type f -printf '%P %m %U\\n' | sort"]},
+        {"shell": ["cat /workspace/project/sub/data.csv", "/workspace/project/run.sh",
+                   "echo out > /workspace/project/result.txt && echo more >> /workspace/notes.txt"]},
+        {"answer": "done"},
+    ]
+    transcript = tmp_path / "t.jsonl"
+    result = invoke(env, "run", "--input", str(NOTES), "--input", str(folder), "--model", script(tmp_path, steps),
+                    "--transcript", str(transcript), "Look at the inputs.")
+    assert result.exit_code == 0, result.output
+    tools = [json.loads(line) for line in transcript.read_text().splitlines()]
+    outs = [o for e in tools if e["type"] == "message" and e.get("details") for o in e["details"]["output"]]
+    assert outs[0]["stdout"] == "notes.txt 644 1000\nproject/run.sh 755 1000\nproject/sub/data.csv 644 1000\n"
+    assert outs[1]["stdout"] == "a,b\n1,2\n" and outs[2]["stdout"] == "ran\n"
+    assert outs[3]["outcome"] == {"type": "exit", "exit_code": 0}, outs[3]  # the agent may write its inputs
+
+
+def test_bad_inputs_are_one_line_errors(env, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    (a / "x").mkdir(parents=True)
+    (b / "x").mkdir(parents=True)
+    cases = [
+        (["--model", "nope:thing"], 1, "unknown model 'nope:thing'"),
+        (["--model", f"script:{tmp_path / 'missing.yaml'}"], 1, "does not exist"),
+        (["--model", script(tmp_path, [{"answer": "x"}]), "--input", str(tmp_path / "nothing")], 2, "does not exist"),
+        (["--model", script(tmp_path, [{"answer": "x"}]), "--sandbox", "local"], 1, "allow_unsafe_local"),
+        (["--model", script(tmp_path, [{"answer": "x"}]), "--skill", "no-such-skill"], 1, "no skill 'no-such-skill'"),
+        (["--model", script(tmp_path, [{"answer": "x"}]), "--input", str(a / "x"), "--input", str(b / "x")], 1,
+         "two inputs are named x"),
+    ]
+    bad_script = tmp_path / "bad.yaml"
+    bad_script.write_text("steps:\n  - shell: []\n", "utf-8")
+    cases.append((["--model", f"script:{bad_script}"], 1, "bad.yaml"))
+    for args, code, text in cases:
+        result = invoke(env, "run", *args, "--transcript", str(tmp_path / "t.jsonl"), "task")
+        assert result.exit_code == code, (args, result.output)
+        assert text in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.output
+        if code == 1:
+            assert result.stderr.count("\n") == 1, result.stderr  # one line
+
+
+@pytest.mark.requires_docker
+def test_a_tampered_skill_fails_the_run_in_one_line_and_leaves_nothing(env, tmp_path, agent_image, docker_client):
+    from skillctl.registry.local import LocalRegistry
+
+    reg_path = tmp_path / "reg"
+    assert invoke(env, "publish", str(REPO / "skills" / "tally"), "--registry", str(reg_path)).exit_code == 0
+    with LocalRegistry(reg_path) as reg:
+        blob = reg.blob_path(reg.resolve("tally").digest)
+    data = bytearray(blob.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    blob.write_bytes(bytes(data))
+    before = owned_containers(docker_client, os.getpid())
+    result = invoke(env, "run", "--registry", str(reg_path), "--skill", "tally", "--model",
+                    script(tmp_path, [{"answer": "x"}]), "--transcript", str(tmp_path / "t.jsonl"), "task")
+    assert result.exit_code == 1
+    error = result.stderr.splitlines()[-1]
+    assert error.startswith("Error: blob sha256:") and "is corrupt" in error and "skillctl registry verify" in error
+    assert "Traceback" not in result.stderr
+    assert owned_containers(docker_client, os.getpid()) <= before
+
+
+@pytest.mark.requires_docker
+def test_run_from_a_lock_enforces_its_digests(env, tmp_path, agent_image):
+    (tmp_path / "skills.yaml").write_text("skills:\n  tally: ^1.0\n", "utf-8")
+    lock = tmp_path / "skills.lock"
+    made = invoke(env, "lock", "--requirements", str(tmp_path / "skills.yaml"), "--lock", str(lock))
+    assert made.exit_code == 0, made.output
+    steps = [{"shell": ["ls /skills"]}, {"answer": "ok"}]
+    ok = invoke(env, "run", "--lock", str(lock), "--model", script(tmp_path, steps), "--format", "json",
+                "--transcript", str(tmp_path / "t.jsonl"), "task")
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.stdout)["outcome"] == "answered"
+    data = json.loads(lock.read_text())
+    data["skills"]["tally"]["digest"] = "sha256:" + "1" * 64
+    lock.write_text(json.dumps(data), "utf-8")
+    refused = invoke(env, "run", "--lock", str(lock), "--model", script(tmp_path, steps),
+                     "--transcript", str(tmp_path / "t.jsonl"), "task")
+    assert refused.exit_code == 1 and "skills.lock pins" in refused.stderr, refused.output
+
+
+# --------------------------------------------------------------------------- catalog / export
+
+
+def test_catalog_prints_the_block(env):
+    result = invoke(env, "catalog", "tally", "csv-sql")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert out.startswith("<available_skills>\n<skill>\n<name>csv-sql</name>")
+    assert out.index("<name>csv-sql</name>") < out.index("<name>tally</name>")
+    assert "<location>/skills/tally/SKILL.md</location>" in out and "`cat`" in out
+    assert invoke(env, "catalog", "csv-sql", "tally").stdout == out  # order of refs does not matter
+    js = json.loads(invoke(env, "catalog", "tally", "--format", "json").stdout)
+    assert js["catalog"] == invoke(env, "catalog", "tally").stdout and js["skills"][0]["name"] == "tally"
+
+
+def test_catalog_over_budget_warns_on_stderr(env):
+    result = invoke(env, "catalog", "tally", "csv-sql", "json-shape", "find-excerpts", "--budget", "700")
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout) <= 700
+    assert result.stderr.startswith("warning: skills catalog over budget")
+
+
+def test_catalog_of_an_unknown_skill_is_one_line(env):
+    result = invoke(env, "catalog", "missing-skill")
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "missing-skill" in result.stderr
+
+
+def test_export_writes_verified_unpacked_skills(env, tmp_path):
+    dest = tmp_path / ".agents" / "skills"
+    result = invoke(env, "export", "tally", "json-shape", "--to", str(dest))
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in dest.iterdir()) == ["json-shape", "tally"]
+    for name in ("tally", "json-shape"):
+        src = REPO / "skills" / name
+        for f in src.rglob("*"):
+            if f.is_file():
+                out = dest / name / f.relative_to(src)
+                assert out.read_bytes() == f.read_bytes()
+                assert bool(out.stat().st_mode & 0o100) == bool(f.stat().st_mode & 0o100)
+    assert f"tally@1.0.0 -> {dest / 'tally'}" in result.stdout
+    again = invoke(env, "export", "tally", "--to", str(dest))  # the same content: nothing to do
+    assert again.exit_code == 0, again.output
+    (dest / "tally" / "stale.txt").write_text("old", "utf-8")
+    refused = invoke(env, "export", "tally", "--to", str(dest))
+    assert refused.exit_code == 1 and refused.stderr.count("\n") == 1, refused.output
+    assert "already exists with other content" in refused.stderr
+    forced = invoke(env, "export", "tally", "--to", str(dest), "--force", "--format", "json")
+    assert forced.exit_code == 0, forced.output
+    assert not (dest / "tally" / "stale.txt").exists()
+    assert json.loads(forced.stdout)[0]["name"] == "tally"
+
+
+# --------------------------------------------------------------------------- real processes, signals
+
+
+def start_run(env, tmp_path, steps) -> subprocess.Popen:
+    full_env = {**os.environ, **env}
+    # A terminal's Ctrl-C: SIGINT at its default disposition (a background job may inherit it ignored).
+    return subprocess.Popen(
+        [sys.executable, "-c", "from skillctl.cli import main; main()", "run", "--model", script(tmp_path, steps),
+         "--transcript", str(tmp_path / "t.jsonl"), "Wait."],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
+def wait_for(proc: subprocess.Popen, text: str) -> str:
+    seen = ""
+    while text not in seen:
+        line = proc.stderr.readline()
+        if not line:
+            raise AssertionError(f"process ended before printing {text!r}: {seen}")
+        seen += line
+    return seen
+
+
+@pytest.mark.requires_docker
+def test_ctrl_c_during_a_command_stops_at_once_and_removes_the_container(env, tmp_path, agent_image, docker_client):
+    proc = start_run(env, tmp_path, [{"shell": ["sleep 300"]}, {"answer": "never"}])
+    try:
+        wait_for(proc, "step 1: shell")
+        time.sleep(0.5)  # the command is running in the container now
+        assert len(owned_containers(docker_client, proc.pid)) == 1
+        pid = proc.pid
+        proc.send_signal(signal.SIGINT)
+        # Not after the command's 300 s or its 60 s timeout: the loop is interrupted right away.
+        out, err = proc.communicate(timeout=45)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "outcome: interrupted" in err and out == ""
+    assert owned_containers(docker_client, pid) == set()
+
+
+@pytest.mark.requires_docker
+def test_after_sigkill_the_next_run_reaps_the_orphan(env, tmp_path, agent_image, docker_client):
+    proc = start_run(env, tmp_path, [{"shell": ["sleep 300"]}, {"answer": "never"}])
+    try:
+        wait_for(proc, "step 1: shell")
+        [orphan] = owned_containers(docker_client, proc.pid)
+        proc.kill()
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert docker_client.containers.list(all=True, filters={"id": orphan})  # SIGKILL cannot clean up
+    nxt = invoke(env, "run", "--model", script(tmp_path, [{"answer": "ok"}], "next.yaml"),
+                 "--transcript", str(tmp_path / "t2.jsonl"), "Again.")
+    assert nxt.exit_code == 0, nxt.output
+    assert not docker_client.containers.list(all=True, filters={"id": orphan})
