@@ -266,6 +266,8 @@ class DockerSandbox:
         if failure:
             raise daemon_error(f"reading the output of a command in {self.name}", failure[0])
         exit_code = self._exit_code(exec_id, started + timeout_s + s.host_grace_s)
+        if exit_code in (137, 143):
+            self._require_running()  # killed because the whole container went away?
         timed_out = exit_code in _TIMEOUT_EXIT_CODES and duration >= timeout_s
         return ExecResult(
             stdout=out.text(),
@@ -286,13 +288,46 @@ class DockerSandbox:
             )
         return daemon_error(f"running a command in {self.name}", exc)
 
-    def _exit_code(self, exec_id: str, deadline: float) -> int:
-        api = self.client.api
-        # The stream can end a moment before the daemon records the exit code.
+    def _require_running(self, settle_s: float = 0.3) -> None:
+        """Raise if the container is gone or going. A command killed by SIGKILL/SIGTERM may
+        have died with its container; the daemon records that a moment later, hence the
+        short wait (paid only after such exits)."""
+        import docker.errors
+
+        cid = self._require_started()
+        give_up = time.monotonic() + settle_s
         while True:
-            info = retry(lambda: api.exec_inspect(exec_id))
-            if not info.get("Running") and info.get("ExitCode") is not None:
-                return int(info["ExitCode"])
+            try:
+                state = retry(lambda: self.client.api.inspect_container(cid))["State"]
+            except docker.errors.APIError as exc:
+                raise self._exec_error(exc) from exc
+            if not state.get("Running") or state.get("Status") in ("removing", "exited", "dead"):
+                raise self._exec_error(RuntimeError("container is not running"))
+            if time.monotonic() >= give_up:
+                return
+            time.sleep(0.05)
+
+    def _exit_code(self, exec_id: str, deadline: float) -> int:
+        import docker.errors
+
+        api = self.client.api
+        # The stream can end a moment before the daemon records the exit code; a stopped
+        # container's exec never gets one.
+        stopped_at: float | None = None
+        while True:
+            try:
+                info = retry(lambda: api.exec_inspect(exec_id))
+            except docker.errors.APIError as exc:
+                raise self._exec_error(exc) from exc
+            if not info.get("Running"):
+                if info.get("ExitCode") is not None:
+                    return int(info["ExitCode"])
+                stopped_at = stopped_at or time.monotonic()
+                if time.monotonic() - stopped_at > 2.0:
+                    raise SandboxError(
+                        f"a command in {self.name} ended without an exit code (was the container "
+                        "stopped?): start a new sandbox"
+                    )
             if time.monotonic() > deadline:
                 raise SandboxTimeout(f"the daemon never reported how a command in {self.name} ended")
             time.sleep(0.005)

@@ -253,3 +253,20 @@ def test_stop_removes_container_and_volumes(agent_image, docker_client):
     assert not docker_client.containers.list(all=True, filters={"id": cid})
     remaining = {v.name for v in docker_client.volumes.list()}
     assert not remaining & set(volumes)
+
+
+def test_container_removed_under_a_running_command_is_a_sandbox_error(agent_image, docker_client):
+    import threading
+
+    sb = DockerSandbox(image=agent_image, client=docker_client)
+    sb.start()
+    try:
+        killer = threading.Timer(1.0, lambda: docker_client.api.remove_container(sb.container_id, force=True, v=True))
+        killer.start()
+        started = time.monotonic()
+        with pytest.raises(SandboxError, match="start a new sandbox"):
+            sb.exec("sleep 20", timeout_s=30)
+        assert time.monotonic() - started < 10
+        killer.join()
+    finally:
+        sb.stop()
