@@ -66,7 +66,7 @@ def load_skills(
     store: Store,
     sandbox: Sandbox,
     *,
-    root: str = SKILLS_ROOT,
+    root: str | None = None,
     catalog_budget_chars: int = DEFAULT_BUDGET_CHARS,
     progress: Callable[[str], None] | None = None,
 ) -> LoadedSkills:
@@ -75,6 +75,8 @@ def load_skills(
     ``refs`` may be reference strings or already-resolved skills (e.g. from a skills.lock, whose
     digests are then enforced: the store must serve exactly those bytes).
     """
+    # A sandbox may say where its skills live (the local backend uses a temporary folder).
+    root = root or getattr(sandbox, "skills_root", None) or SKILLS_ROOT
     resolved = resolve_all(store, refs)  # step 1 for all skills before any copying: fail early
     # Step 2 in two halves: fetch and verify *every* bundle before copying any, so a tampered or
     # hostile bundle leaves the sandbox untouched instead of half loaded.
