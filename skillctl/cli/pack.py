@@ -40,9 +40,18 @@ def pack_cmd(paths: tuple[Path, ...], out_dir: Path, version: str | None, fmt: s
     from skillctl.bundle import write_bundle
     from skillctl.registry.prepare import prepare_folder
 
+    from skillctl.skill import check_skill
+
     results = []
     failed = 0
     for folder in skill_folders(paths):
+        # Every diagnostic of an invalid skill, not just the first: the author fixes all at once.
+        report = check_skill(folder)
+        if report.skill is None:
+            failed += 1
+            for diag in report.errors or report.diagnostics:
+                click.echo(diag.format(), err=True)
+            continue
         try:
             prepared = prepare_folder(folder, version=version)
         except SkillctlError as exc:
@@ -68,7 +77,7 @@ def pack_cmd(paths: tuple[Path, ...], out_dir: Path, version: str | None, fmt: s
     if fmt == "json":
         emit_json(results[0] if len(results) == 1 and not failed and len(paths) <= 1 and results else results)
     if failed:
-        raise click.ClickException(f"{failed} skill{'s' * (failed != 1)} could not be packed")
+        raise click.ClickException(f"{failed} skill{'s' * (failed != 1)} could not be packed (see above); nothing was written for {'them' if failed != 1 else 'it'}")
 
 
 @click.command("inspect")

@@ -45,12 +45,15 @@ def publish(paths: tuple[Path, ...], version: str | None, registry_url: str | No
     from skillctl.registry.prepare import prepare_path
 
     reg = open_registry_for_cli(registry_url)
+    inputs = _publish_inputs(paths)
     results, failures = [], 0
-    for path in _publish_inputs(paths):
+    for path in inputs:
         try:
             prepared = prepare_path(path, version=version)
             res = reg.publish(prepared)
         except SkillctlError as exc:
+            if len(inputs) == 1:  # one input: its error is the one line, no summary needed
+                raise click.ClickException(f"{path}: {exc}") from exc
             failures += 1
             click.echo(f"error: {path}: {exc}", err=True)
             continue
