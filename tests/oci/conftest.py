@@ -1,0 +1,101 @@
+"""Fixtures for the OCI registry tests: real distribution servers started per session.
+
+``registry_server`` is anonymous; ``auth_server`` requires htpasswd basic auth (user ``alice``,
+password ``wonderland``). Tests isolate themselves by namespace (``ns`` fixture), so one server
+serves the whole session. Without the ``docker-registry`` binary the tests are skipped with the
+reason — except on CI, where a missing binary is a setup bug and must fail.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from .server import APT_PACKAGES, BINARY, DistributionServer
+
+USER, PASSWORD = "alice", "wonderland"
+_counter = itertools.count()
+
+
+def _on_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _on_ci() or os.path.exists(BINARY):
+        return
+    skip = pytest.mark.skip(reason=f"Debian's docker-registry binary is not installed (apt-get install {APT_PACKAGES})")
+    for item in items:
+        if item.get_closest_marker("requires_registry"):
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def registry_server(tmp_path_factory) -> Iterator[DistributionServer]:
+    server = DistributionServer(tmp_path_factory.mktemp("oci-registry")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _htpasswd_line(user: str, password: str) -> str:
+    """bcrypt line from apache2-utils' htpasswd (distribution accepts bcrypt only)."""
+    if shutil.which("htpasswd") is None:
+        pytest.fail(f"htpasswd is not installed (apt-get install {APT_PACKAGES})") if _on_ci() else pytest.skip(
+            f"htpasswd is not installed (apt-get install {APT_PACKAGES})"
+        )
+    out = subprocess.run(["htpasswd", "-Bbn", user, password], capture_output=True, text=True, check=True)
+    return out.stdout.strip() + "\n"
+
+
+@pytest.fixture(scope="session")
+def auth_server(tmp_path_factory) -> Iterator[DistributionServer]:
+    root = tmp_path_factory.mktemp("oci-auth-registry")
+    htpasswd = root / "htpasswd"
+    htpasswd.write_text(_htpasswd_line(USER, PASSWORD), "utf-8")
+    server = DistributionServer(root, htpasswd=htpasswd).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def ns() -> str:
+    """A namespace no other test uses."""
+    return f"t{os.getpid()}n{next(_counter)}"
+
+
+@pytest.fixture
+def oci_url(registry_server: DistributionServer, ns: str) -> str:
+    return registry_server.url(ns)
+
+
+@pytest.fixture
+def oci(oci_url: str):
+    from skillctl.registry.oci import OciRegistry
+
+    reg = OciRegistry.from_url(oci_url, insecure=True)
+    try:
+        yield reg
+    finally:
+        reg.close()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the real user's Docker config, registry env or data folders."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    for var in ("DOCKER_CONFIG", "SKILLCTL_REGISTRY", "SKILLCTL_INSECURE", "SKILLCTL_REGISTRY_USERNAME", "SKILLCTL_REGISTRY_PASSWORD"):
+        monkeypatch.delenv(var, raising=False)
