@@ -1,8 +1,10 @@
 """Loading skills into a sandbox before the first prompt (MISSION B1–B3), in a fixed order:
 
 1. resolve every reference and read its metadata from the store (name, description, digest);
-2. fetch each bundle (the store verifies its sha256), check it as a hostile archive, copy it into
-   the sandbox and unpack it there under ``/skills/NAME/`` (``put_archive``: no bind mounts);
+2. fetch each bundle (the store verifies its sha256, and so does the loader), check it as a
+   hostile archive, then — only once every bundle passed — copy the verified contents into the
+   sandbox in one archive, unpacked there under ``/skills/NAME/`` (``put_archive``: no bind
+   mounts);
 3. render the catalog for c₁ from the metadata, sorted by name.
 
 The same references against the same registry content give the same catalog bytes. This is the
@@ -16,7 +18,8 @@ import posixpath
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from skillctl.bundle import read_bundle, sha256_digest
+from skillctl.bundle import DEFAULT_MTIME, BundleContents, read_bundle, sha256_digest
+from skillctl.bundle.canonical import canonical_tar, sorted_entries
 from skillctl.errors import IntegrityError, SkillctlError
 from skillctl.protocols import ResolvedSkill, Sandbox, Store
 from skillctl.runtime.catalog import DEFAULT_BUDGET_CHARS, CatalogEntry, render_catalog
@@ -40,6 +43,16 @@ class LoadedSkills:
     catalog_text: str
     skills: tuple[LoadedSkill, ...]
     warnings: tuple[str, ...] = ()
+
+
+def _skills_tar(contents: Sequence[BundleContents]) -> bytes:
+    """One canonical tar holding every skill as ``NAME/…`` (folders 0755, files 0644 or 0755,
+    owned by root: the agent can read and run skills but not change them)."""
+    entries = []
+    for c in contents:
+        files = {rel: (data, rel in c.executables) for rel, data in c.files.items()}
+        entries += sorted_entries(c.name, files, c.dirs)
+    return canonical_tar(entries, DEFAULT_MTIME)
 
 
 def resolve_all(store: Store, refs: Sequence[str | ResolvedSkill]) -> list[ResolvedSkill]:
@@ -80,16 +93,19 @@ def load_skills(
     resolved = resolve_all(store, refs)  # step 1 for all skills before any copying: fail early
     # Step 2 in two halves: fetch and verify *every* bundle before copying any, so a tampered or
     # hostile bundle leaves the sandbox untouched instead of half loaded.
-    verified: list[tuple[ResolvedSkill, bytes]] = []
+    verified: list[BundleContents] = []
     for rs in resolved:
         data = store.fetch(rs)
         if sha256_digest(data) != rs.digest:
             raise IntegrityError(f"{rs.name}@{rs.version}: bundle does not match its digest {rs.digest[:19]}…")
-        read_bundle(data, expected_name=rs.name, source=f"{rs.name}@{rs.version}")
-        verified.append((rs, data))
+        verified.append(read_bundle(data, expected_name=rs.name, source=f"{rs.name}@{rs.version}"))
+    # One copy for all skills: each put_archive costs the daemon a fixed ~50–80 ms (it sets up a
+    # helper in the container's mounts), which made copying dominate the time to first prompt.
+    # The archive is rebuilt from the verified contents, so what lands is exactly what was checked.
+    if verified:
+        sandbox.put_archive(root, _skills_tar(verified))
     loaded: list[LoadedSkill] = []
-    for rs, data in verified:
-        sandbox.put_archive(root, data)
+    for rs in resolved:
         path = posixpath.join(root, rs.name)
         loaded.append(LoadedSkill(rs.id, rs.name, rs.version, rs.description, rs.digest, path, posixpath.join(path, "SKILL.md")))
         if progress:
