@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -66,6 +67,13 @@ def build_skill(root: Path, n_files: int, seed: int = 7) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
+def _cpu_seconds() -> float:
+    """User+system CPU of this process (all threads) plus its finished children (tar, gzip)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=300)
@@ -90,16 +98,25 @@ def main() -> int:
 
         ours(), tar()  # warm the page cache and imports
         timings: dict[str, list[float]] = {"pack": [], "tar czf": []}
+        # CPU seconds too: on a shared machine wall time swings with other load, CPU time less.
+        cpu: dict[str, list[float]] = {"pack": [], "tar czf": []}
         for _ in range(args.reps):
             for label, fn in (("pack", ours), ("tar czf", tar)):
+                cpu_start = _cpu_seconds()
                 start = time.perf_counter()
                 fn()
                 timings[label].append(time.perf_counter() - start)
+                cpu[label].append(_cpu_seconds() - cpu_start)
         ours_size = (out / "bench-1.0.0.skill.tgz").stat().st_size
         tar_size = (out / "bench.tar.gz").stat().st_size
         print(f"folder: {args.files} files, {total / 1e6:.1f} MB; reps: {args.reps}")
         for label, values in timings.items():
-            print(f"{label:8} median {statistics.median(values) * 1000:8.1f} ms   min {min(values) * 1000:8.1f} ms")
+            print(
+                f"{label:8} median {statistics.median(values) * 1000:8.1f} ms   min {min(values) * 1000:8.1f} ms"
+                f"   cpu median {statistics.median(cpu[label]) * 1000:8.1f} ms"
+            )
+        cpu_ratio = statistics.median(cpu["pack"]) / statistics.median(cpu["tar czf"])
+        print(f"pack_cpu_vs_tar_cpu={cpu_ratio:.2f}")
         print(f"sizes: pack {ours_size} bytes, tar czf {tar_size} bytes ({ours_size / tar_size:.3f}x)")
         ratio = statistics.median(timings["pack"]) / statistics.median(timings["tar czf"])
         print(f"pack_vs_tar={ratio:.2f}")
