@@ -225,6 +225,16 @@ class VersionRange:
                     bound = cand
         return bound
 
+    def lower_bound(self) -> tuple[tuple[int, ...], bool] | None:
+        """The tightest ``>``/``>=`` bound as (order, inclusive), for index range scans."""
+        bound: tuple[tuple[int, ...], bool] | None = None
+        for c in self.comparators:
+            if c.op in (">", ">=", "=="):
+                cand = (c.version.order, c.op != ">")
+                if bound is None or cand[0] > bound[0] or (cand[0] == bound[0] and not cand[1]):
+                    bound = cand
+        return bound
+
     def __str__(self) -> str:
         return self.text
 

@@ -265,6 +265,11 @@ def test_exact_and_upper_bound() -> None:
     assert SemVer.from_order(order).public == "1.5.0-dev.0" and not inclusive
     order, inclusive = parse_range("<=1.4.0 <2").upper_bound()  # type: ignore[misc]
     assert order == (1, 4, 0, 4, 0) and inclusive
+    assert parse_range("<2").lower_bound() is None
+    assert parse_range("1.2.3").lower_bound() == ((1, 2, 3, 4, 0), True)
+    assert parse_range(">=1.0.0 >1.2.0 >=1.1").lower_bound() == ((1, 2, 0, 4, 0), False)
+    assert parse_range(">1.2.0 >=1.2.0").lower_bound() == ((1, 2, 0, 4, 0), False)
+    assert parse_range("^1.2").lower_bound() == ((1, 2, 0, 4, 0), True)
 
 
 @pytest.mark.parametrize(

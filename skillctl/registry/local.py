@@ -88,6 +88,13 @@ _SAME_VERSION = "v.skill_id = ? AND v.major = ? AND v.minor = ? AND v.patch = ? 
 _COLS = "v.skill_id, s.name, v.version, v.description, v.digest, v.tar_digest, v.size, v.files, v.created_at, v.yanked, v.yank_reason, v.front_matter"
 
 
+# The same columns from ``versions`` alone, the skill's name bound as the first parameter.
+# Joining ``skills`` in an ordered query lets SQLite put ``skills`` outside the loop and sort
+# every version before returning the first: 40 ms instead of 0.03 ms at 10,000 versions.
+_VCOLS = _COLS.replace("s.name", "?")
+_NEWEST_FIRST = " ORDER BY v.major DESC, v.minor DESC, v.patch DESC, v.pre_rank DESC, v.pre_num DESC"
+
+
 def _record(row: tuple[Any, ...]) -> VersionRecord:
     return VersionRecord(
         skill_id=row[0], name=row[1], version=row[2], description=row[3], digest=row[4], tar_digest=row[5],
@@ -326,20 +333,26 @@ class LocalRegistry:
             if row is None:
                 raise NotFoundError(f"{name}@{exact} is not published in {self.url}; see: skillctl versions {name}")
             return _record(row)
-        sql = f"SELECT {_COLS}, v.major, v.minor, v.patch, v.pre_rank, v.pre_num FROM versions v JOIN skills s ON s.id = v.skill_id WHERE v.skill_id = ? AND v.yanked = 0"
-        params: list[Any] = [skill_id]
-        bound = r.range.upper_bound()
-        if bound is not None:
-            sql += f" AND (v.major, v.minor, v.patch, v.pre_rank, v.pre_num) {'<=' if bound[1] else '<'} (?,?,?,?,?)"
-            params += list(bound[0])
+        sql = f"SELECT {_VCOLS}, v.major, v.minor, v.patch, v.pre_rank, v.pre_num FROM versions v WHERE v.skill_id = ? AND v.yanked = 0"
+        params: list[Any] = [name, skill_id]
+        # Both bounds go to the index, so a range that matches nothing reads no rows instead of
+        # every version of the skill; the remaining rules (!=, pre-releases) are checked below.
+        upper, lower = r.range.upper_bound(), r.range.lower_bound()
+        if upper is not None:
+            sql += f" AND (v.major, v.minor, v.patch, v.pre_rank, v.pre_num) {'<=' if upper[1] else '<'} (?,?,?,?,?)"
+            params += list(upper[0])
+        if lower is not None:
+            sql += f" AND (v.major, v.minor, v.patch, v.pre_rank, v.pre_num) {'>=' if lower[1] else '>'} (?,?,?,?,?)"
+            params += list(lower[0])
         if not (prereleases or r.range.names_prerelease):
             sql += f" AND v.pre_rank = {RELEASE_RANK}"
-        sql += " ORDER BY v.major DESC, v.minor DESC, v.patch DESC, v.pre_rank DESC, v.pre_num DESC"
-        for row in self.conn.execute(sql, params):
+        for row in self.conn.execute(sql + _NEWEST_FIRST, params):
             sv = SemVer.from_order(row[12:17])
             if r.range.matches(sv, prereleases=prereleases):
                 return _record(row[:12])
-        available = [v.version for v in self.versions(skill_id)[:8]]
+        available = [
+            row[0] for row in self.conn.execute(f"SELECT v.version FROM versions v WHERE v.skill_id = ?{_NEWEST_FIRST} LIMIT 8", (skill_id,))
+        ]
         raise NotFoundError(
             f"no version of {name} matches '{r.range}' in {self.url}"
             + (f" (newest: {', '.join(available)}; yanked versions match only by exact version)" if available else " (it has no versions)")
@@ -368,10 +381,10 @@ class LocalRegistry:
         return [_record(r) for r in rows]
 
     def _summary(self, skill_id: str, name: str, created_at: int) -> SkillRecord:
-        order = " ORDER BY v.major DESC, v.minor DESC, v.patch DESC, v.pre_rank DESC, v.pre_num DESC LIMIT 1"
-        base = f"SELECT {_COLS} FROM versions v JOIN skills s ON s.id = v.skill_id WHERE v.skill_id = ? AND v.yanked = 0"
-        latest = self.conn.execute(base + order, (skill_id,)).fetchone()
-        default = self.conn.execute(base + f" AND v.pre_rank = {RELEASE_RANK}" + order, (skill_id,)).fetchone()
+        order = _NEWEST_FIRST + " LIMIT 1"
+        base = f"SELECT {_VCOLS} FROM versions v WHERE v.skill_id = ? AND v.yanked = 0"
+        latest = self.conn.execute(base + order, (name, skill_id)).fetchone()
+        default = self.conn.execute(base + f" AND v.pre_rank = {RELEASE_RANK}" + order, (name, skill_id)).fetchone()
         count = self.conn.execute("SELECT COUNT(*) FROM versions WHERE skill_id = ?", (skill_id,)).fetchone()[0]
         desc_row = default or latest
         return SkillRecord(
