@@ -11,12 +11,15 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from skillctl.bundle import extract_bundle, read_bundle
 from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError, VersionError
 from skillctl.registry import open_registry
 from skillctl.registry.local import LocalRegistry
 from skillctl.registry.prepare import prepare_folder, prepare_path
+from skillctl.versioning import resolve
 
 from .helpers import flip_byte, prepared, tree, write_skill
 
@@ -159,8 +162,6 @@ def test_versions_are_listed_newest_first_by_semver_not_text(reg: LocalRegistry,
     ],
 )
 def test_registry_resolution_agrees_with_the_range_rules(reg: LocalRegistry, tmp_path: Path, rng: str, expected: str | None) -> None:
-    from skillctl.versioning import resolve
-
     published = ["0.0.1", "0.0.2", "1.0.0", "1.2.3", "1.2.9", "1.9.9", "2.0.0-rc.1", "2.0.0", "2.1.0", "3.0.0-beta.1"]
     for v in published:
         reg.publish(prepared(tmp_path, "demo", v))
@@ -539,11 +540,7 @@ def many(tmp_path_factory: pytest.TempPathFactory):
     reg.close()
 
 
-
-
-def _range_strategy():
-    from hypothesis import strategies as hs
-
+def _range_strategy() -> hs.SearchStrategy[str]:
     part = hs.sampled_from(["0", "1", "2", "3"])
     version = hs.one_of(
         hs.tuples(part, part, part).map(".".join),
@@ -557,11 +554,8 @@ def _range_strategy():
 
 
 def test_registry_resolve_agrees_with_the_pure_rules_on_random_ranges(many: LocalRegistry) -> None:
-    from hypothesis import given, settings
-    from hypothesis import strategies as hs
-
-    from skillctl.versioning import resolve
-
+    # The index query (bounds pushed into SQL, yanked and pre-releases filtered there) must pick
+    # what skillctl.versioning.resolve picks among the visible versions.
     visible = [v for v in _MANY if v not in _YANKED]
 
     @settings(max_examples=300, deadline=None)
