@@ -447,6 +447,9 @@ class LocalRegistry:
         ok = self.conn.execute("PRAGMA integrity_check").fetchone()[0]
         if ok != "ok":
             problems.append(Problem("error", "index", f"SQLite integrity check failed: {ok}"))
+        # Rows written by hand or by a tool that left foreign keys off: a version of no skill.
+        for table, rowid, parent, _ in self.conn.execute("PRAGMA foreign_key_check"):
+            problems.append(Problem("error", "index", f"{table} row {rowid} points to a missing {parent} row"))
         referenced: set[str] = set()
         for row in self.conn.execute(f"SELECT {_COLS} FROM versions v JOIN skills s ON s.id = v.skill_id ORDER BY s.name, v.public"):
             rec = _record(row)

@@ -571,3 +571,13 @@ def test_registry_resolve_agrees_with_the_pure_rules_on_random_ranges(many: Loca
         assert got == expected, rng
 
     check()
+
+
+def test_a_version_of_no_skill_is_an_index_error(reg: LocalRegistry, tmp_path: Path) -> None:
+    reg.publish(prepared(tmp_path, "demo", "1.0.0"))
+    reg.conn.execute("PRAGMA foreign_keys = OFF")
+    reg.conn.execute("DELETE FROM skills")
+    reg.conn.execute("PRAGMA foreign_keys = ON")
+    problems = reg.verify()
+    assert ("error", "index") in [(p.severity, p.kind) for p in problems]
+    assert any("points to a missing skills row" in p.message for p in problems)
