@@ -28,13 +28,9 @@ import pathspec
 
 from skillctl.errors import BundleError
 
-IGNORE_FILE = ".skillignore"
-JUNK_DIRS = frozenset(
-    {".git", ".hg", ".svn", "__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".mypy_cache", ".venv", "node_modules"}
-)
-JUNK_FILES = frozenset({".DS_Store", "Thumbs.db", "desktop.ini", ".directory"})
-JUNK_SUFFIXES = (".pyc", ".pyo", "~", ".swp", ".swo")
-JUNK_PREFIXES = ("._",)
+# One junk list for the validator and the packer, so "what is checked" and "what is packed"
+# agree (bundle -> skill is the allowed direction of dependency).
+from skillctl.skill.ignore import IGNORE_FILE, is_junk
 
 _ANY_EXEC = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
 
@@ -51,12 +47,6 @@ class BundleFile:
     source: Path
     size: int
     executable: bool
-
-
-def is_junk(name: str, is_dir: bool) -> bool:
-    if is_dir:
-        return name in JUNK_DIRS
-    return name in JUNK_FILES or name.endswith(JUNK_SUFFIXES) or name.startswith(JUNK_PREFIXES)
 
 
 def _special_kind(mode: int) -> str:

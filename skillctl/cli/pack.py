@@ -90,11 +90,11 @@ def inspect_cmd(bundle: Path, fmt: str) -> None:
     Every member is checked (regular files and folders only, no absolute paths, '..', links
     or devices, one top folder, size and count caps) before anything is believed.
     """
-    from skillctl.bundle import read_bundle
+    from skillctl.bundle import read_bundle_file
     from skillctl.skill.document import parse_skill_md
 
-    data = bundle.read_bytes()
-    contents = read_bundle(data, source=str(bundle))
+    # read_bundle_file refuses an oversized file or a FIFO before reading a byte of it
+    contents = read_bundle_file(bundle)
     doc, diags = parse_skill_md(contents.files.get("SKILL.md", b""), f"{contents.name}/SKILL.md")
     meta = doc.metadata if doc else {}
     version = (meta.get("metadata") or {}).get("version") if isinstance(meta.get("metadata"), dict) else None
@@ -104,7 +104,7 @@ def inspect_cmd(bundle: Path, fmt: str) -> None:
         "description": meta.get("description"),
         "digest": contents.digest,
         "tar_digest": contents.tar_digest,
-        "size": len(data),
+        "size": contents.size,
         "files": sorted(contents.files),
         "unpacked_size": sum(len(b) for b in contents.files.values()),
     }

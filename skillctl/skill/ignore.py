@@ -17,12 +17,13 @@ IGNORE_FILE = ".skillignore"
 JUNK_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".mypy_cache", ".venv", "node_modules"})
 JUNK_FILES = frozenset({".DS_Store", "Thumbs.db", "desktop.ini", ".directory"})
 JUNK_SUFFIXES = (".pyc", ".pyo", "~", ".swp", ".swo")
+JUNK_PREFIXES = ("._",)  # AppleDouble files
 
 
 def is_junk(name: str, is_dir: bool) -> bool:
     if is_dir:
         return name in JUNK_DIRS
-    return name in JUNK_FILES or name.endswith(JUNK_SUFFIXES) or name.startswith("._")
+    return name in JUNK_FILES or name.endswith(JUNK_SUFFIXES) or name.startswith(JUNK_PREFIXES)
 
 
 @dataclass(frozen=True)
