@@ -283,10 +283,12 @@ class OciRegistry:
         )
         cfg_bytes, manifest = artifact.build(cfg, int(time.time()) if created_at is None else created_at)
         tag = version_tag(str(sv))
-        # blobs first: a manifest is only accepted once everything it names is there
-        self.client.push_blob(repo, cfg_bytes, manifest.config.digest)
-        self.client.push_blob(repo, bundle.data, bundle.digest)
+        # Blobs first: a manifest is only accepted once everything it names is there. A new
+        # repository has no blobs worth asking about; uploading again would be harmless anyway.
+        self.client.push_blob(repo, cfg_bytes, manifest.config.digest, check_exists=bool(tags))
+        self.client.push_blob(repo, bundle.data, bundle.digest, check_exists=bool(tags))
         self.client.put_manifest(repo, tag, manifest.to_bytes(), artifact.MANIFEST_MEDIA_TYPE)
+        self._configs[manifest.config.digest] = cfg_bytes  # ours, so the read-back needs no download
         landed = self._record(bundle.name, tag)  # read back: another client may have pushed the same tag
         if landed is None or landed.digest != bundle.digest:
             raise ImmutableVersionError(

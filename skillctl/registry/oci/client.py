@@ -375,9 +375,9 @@ class DistributionClient:
             return False
         raise self.fail(resp, f"checking blob {digest[:19]}… in {repo}")
 
-    def push_blob(self, repo: str, data: bytes, digest: str) -> bool:
+    def push_blob(self, repo: str, data: bytes, digest: str, *, check_exists: bool = True) -> bool:
         """Upload ``data`` as ``digest`` unless the repository has it; True if uploaded."""
-        if self.blob_exists(repo, digest):
+        if check_exists and self.blob_exists(repo, digest):
             return False
         what = f"uploading blob {digest[:19]}… to {repo}"
         scope = f"repository:{repo}:pull,push"
