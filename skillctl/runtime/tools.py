@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import jsonschema
 
-from skillctl.errors import ConfigError, SandboxError
+from skillctl.errors import ConfigError
 from skillctl.messages import ToolCall
 from skillctl.protocols import ExecResult, Sandbox, ToolSpec
 from skillctl.sandbox.output import format_result
@@ -156,11 +156,11 @@ def shell_tool(
         verdicts = [approve(c) if approve else (True, "no approval policy") for c in commands]
         allowed = [c for c, (ok, _) in zip(commands, verdicts) if ok]
         started = time.monotonic()
-        try:
-            results = iter(_interruptible(lambda: sandbox.exec_many(allowed, timeout_s=timeout_s)) if allowed else [])
-        except SandboxError as exc:
-            return ToolOutcome(f"error: the sandbox failed to run the commands: {exc}", ok=True,
-                               details={"error": str(exc)})
+        # A SandboxError is not caught here: it means the sandbox itself is unusable (container
+        # gone, daemon failing after retries, host deadline passed), which no later command can
+        # fix, so it ends the run as ``sandbox_error`` instead of being fed to the model turn
+        # after turn. A command that fails or times out is a result, not an exception.
+        results = iter(_interruptible(lambda: sandbox.exec_many(allowed, timeout_s=timeout_s)) if allowed else [])
         elapsed = time.monotonic() - started
         parts: list[str] = []
         records: list[dict[str, Any]] = []

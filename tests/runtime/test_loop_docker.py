@@ -165,3 +165,27 @@ def test_the_model_reads_head_and_tail_while_the_transcript_keeps_everything(tmp
     [output] = record["details"]["output"]
     assert output["stdout"] == "A" * 30000 + "MIDDLE" + "Z" * 30000 + "\n"
     assert output["outcome"] == {"type": "exit", "exit_code": 0} and output["approved"] is True
+
+
+def test_a_sandbox_that_is_gone_ends_the_run_with_sandbox_error(tmp_path, agent_image, docker_client):
+    from skillctl.models.script import ScriptModel
+    from skillctl.sandbox.docker_backend import DockerSandbox
+
+    from .helpers import NoteTool
+
+    with DockerSandbox(image=agent_image, client=docker_client) as sandbox:
+        vanish = NoteTool("vanish")
+        original = vanish.tool.procedure
+
+        def remove_container(args):
+            docker_client.api.remove_container(sandbox.container_id, force=True)  # as an operator might
+            return original(args)
+
+        vanish.tool = vanish.tool.__class__("vanish", "Removes the sandbox.", NoteTool.SCHEMA, remove_container)
+        path = write_script(tmp_path, [{"shell": ["true"]}, {"tool": "vanish", "arguments": {"text": "x"}},
+                                       {"shell": ["echo still here?"]}, {"shell": ["true"]}, {"answer": "fine"}])
+        tools = ToolBox([shell_tool(sandbox), vanish.tool])
+        result = Agent(ScriptModel(path), tools).run(system_prompt(""), "task")
+    # Not four more turns of "the sandbox failed" to a model that can do nothing about it.
+    assert (result.outcome, result.steps, result.exit_code) == ("sandbox_error", 3, 9)
+    assert "is no longer running" in result.message and "start a new sandbox" in result.message
