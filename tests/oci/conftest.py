@@ -67,6 +67,23 @@ def auth_server(tmp_path_factory) -> Iterator[DistributionServer]:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def token_server(tmp_path_factory) -> Iterator[tuple[DistributionServer, "TokenService"]]:
+    """A registry with Bearer token auth, and its token service (RS256 tokens, real checks)."""
+    from .token_service import TokenService
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed (it signs the test tokens)")
+    root = tmp_path_factory.mktemp("oci-token-registry")
+    service = TokenService(root, {USER: PASSWORD})
+    server = DistributionServer(root, auth_config=service.registry_config()).start()
+    try:
+        yield server, service
+    finally:
+        server.stop()
+        service.close()
+
+
 @pytest.fixture
 def ns() -> str:
     """A namespace no other test uses."""

@@ -27,8 +27,10 @@ def free_port() -> int:
 
 
 class DistributionServer:
-    def __init__(self, root: Path, *, htpasswd: Path | None = None, port: int | None = None) -> None:
+    def __init__(self, root: Path, *, htpasswd: Path | None = None, port: int | None = None, auth_config: str = "") -> None:
+        """``htpasswd``: basic auth with that file; ``auth_config``: any other ``auth:`` block."""
         self.root = root
+        self.auth_config = auth_config
         self.storage = root / "storage"
         self.storage.mkdir(parents=True, exist_ok=True)
         self.htpasswd = htpasswd
@@ -44,7 +46,7 @@ class DistributionServer:
 
     def _config(self) -> Path:
         auth = (
-            f"auth:\n  htpasswd:\n    realm: skillctl-test\n    path: {self.htpasswd}\n" if self.htpasswd else ""
+            f"auth:\n  htpasswd:\n    realm: skillctl-test\n    path: {self.htpasswd}\n" if self.htpasswd else self.auth_config
         )
         cfg = self.root / "config.yml"
         cfg.write_text(

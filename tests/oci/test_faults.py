@@ -200,7 +200,9 @@ def test_a_huge_manifest_is_refused_before_parsing(oci: OciRegistry, registry_se
     with AuthorizingProxy(registry_server.port, tamper=grow, chunked=chunked) as proxy:
         with pytest.raises(RegistryError) as exc:
             OciRegistry.from_url(f"oci://{proxy.host}/{ns}", insecure=True).resolve("demo@1.0.0")
-    assert "over the 4 MiB cap; refusing it" in one_line(exc) and served
+    # with a Content-Length the refusal comes before reading; chunked, as soon as the cap is passed
+    said = f"manifest of {served[0]} bytes is over" if not chunked else "manifest is over"
+    assert f"{said} the 4 MiB cap; refusing it" in one_line(exc)
 
 
 def test_a_manifest_not_matching_its_announced_digest_is_refused(oci: OciRegistry, registry_server, ns, tmp_path: Path) -> None:
@@ -260,3 +262,35 @@ def test_names_too_long_for_a_repository_are_refused_before_any_request(registry
         reg.publish(bundle(tmp_path, "a-rather-long-skill-name-that-overflows-the-repository-limit", "1.0.0"))  # 200 + 1 + 60
     assert "OCI registries allow 255" in one_line(exc)
     assert reg.client.requests == 0
+
+
+# ------------------------------------------------------------------------------ Bearer tokens
+
+
+def test_bearer_token_auth_end_to_end(token_server, ns, tmp_path: Path, monkeypatch) -> None:
+    server, tokens = token_server
+    monkeypatch.setenv("SKILLCTL_REGISTRY_USERNAME", USER)
+    monkeypatch.setenv("SKILLCTL_REGISTRY_PASSWORD", PASSWORD)
+    reg = OciRegistry.from_url(server.url(ns), insecure=True)
+    assert reg.publish(bundle(tmp_path, "demo", "1.0.0")).status == "published"
+    assert reg.fetch(reg.resolve("demo")) == bundle(tmp_path, "demo", "1.0.0").data
+    assert [s.name for s in reg.list_skills()] == ["demo"]  # the catalog scope too
+    scopes = {scope for user, scope in tokens.issued if user == USER}
+    assert {f"repository:{ns}/demo:pull", f"repository:{ns}/demo:pull,push", "registry:catalog:*"} <= scopes
+    # tokens are cached per scope: more reads need no new token
+    before = len(tokens.issued)
+    reg.resolve("demo@1.0.0")
+    reg.versions("demo")
+    assert len(tokens.issued) == before
+
+
+def test_bearer_with_wrong_password_or_none_is_one_line(token_server, ns, monkeypatch) -> None:
+    server, _ = token_server
+    wrong = OciRegistry.from_url(server.url(ns), insecure=True, username=USER, password="nope")
+    with pytest.raises(RegistryError) as exc:
+        wrong.resolve("demo")
+    assert f"registry {server.host} rejected the credentials of '{USER}' (from --username/--password-stdin)" in one_line(exc)
+    anonymous = OciRegistry.from_url(server.url(ns), insecure=True)  # gets a token that grants nothing
+    with pytest.raises(RegistryError) as exc:
+        anonymous.resolve("demo")
+    assert f"registry {server.host} requires credentials (HTTP 401)" in one_line(exc)
