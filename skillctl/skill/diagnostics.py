@@ -7,6 +7,7 @@ Codes are stable (tools and CI configs may match on them) and documented in ``CO
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -62,6 +63,14 @@ CODES: dict[str, tuple[Severity, str]] = {
 }
 
 
+# Line breaks and terminal control characters (C0, DEL, C1, U+2028/9).
+_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _escape_controls(text: str) -> str:
+    return _CONTROL_RE.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 @dataclass(frozen=True)
 class Diagnostic:
     code: str
@@ -70,12 +79,19 @@ class Diagnostic:
     line: int = 0  # 1-based; 0 = the whole file
     column: int = 0  # 1-based; 0 = unknown
 
+    def __post_init__(self) -> None:
+        # Messages quote what the author wrote (keys, values, link targets). A newline or an
+        # escape sequence in it must not split one problem over several lines, or forge a
+        # "path:1:1: SK… " line in a CI log: shown escaped, as Python would (\n, \x1b).
+        if _CONTROL_RE.search(self.message):
+            object.__setattr__(self, "message", _escape_controls(self.message))
+
     @property
     def severity(self) -> Severity:
         return CODES[self.code][0]
 
     def format(self) -> str:
-        loc = self.file
+        loc = _escape_controls(self.file)  # file names may hold newlines too; JSON keeps them as-is
         if self.line:
             loc += f":{self.line}:{self.column or 1}"
         return f"{loc}: {self.code} {self.severity} {self.message}"

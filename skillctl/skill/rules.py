@@ -82,7 +82,14 @@ def check_front_matter(doc: SkillDocument, folder_name: str | None, shown: str) 
     meta = doc.metadata
     diags: list[Diagnostic] = []
 
+    reported: set[tuple[str, str, str]] = set()
+
     def at(code: str, message: str, key: str) -> None:
+        # One value can fail several schema keywords (an empty name fails minLength and
+        # pattern, with the same message): the author needs to hear about it once.
+        if (code, key, message) in reported:
+            return
+        reported.add((code, key, message))
         loc = doc.where(key)
         diags.append(Diagnostic(code, message, shown, loc.line, loc.column))
 
@@ -144,9 +151,8 @@ def check_front_matter(doc: SkillDocument, folder_name: str | None, shown: str) 
         for k in md:
             if not isinstance(k, str):
                 at("SK132", f"metadata key {k!r} must be a string; quote it", "metadata")
-    for k in meta:
-        if not isinstance(k, str):
-            at("SK161", f"unknown field {k!r}: front matter keys must be the spec's field names", "name")
+    # Non-string top-level keys (`1: x`) need no check of their own: additionalProperties
+    # already reports them above as unknown fields, at their own line.
 
     name = meta.get("name")
     if isinstance(name, str) and name.strip():
