@@ -51,14 +51,24 @@ class SkillDocument:
         return self.locations.get(key) or self.locations.get(key.split(".")[0]) or Location(1, 1)
 
 
+# UTF-32 first: its little-endian BOM starts with UTF-16's.
+_OTHER_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+
+
 def _decode(raw: bytes, shown: str) -> tuple[str | None, list[Diagnostic]]:
+    # Windows editors save "Unicode" as UTF-16 with a BOM; its NUL bytes would otherwise make
+    # it look binary, and "re-save as UTF-8" is the fix the author needs.
+    for bom, encoding in _OTHER_BOMS:
+        if raw.startswith(bom):
+            return None, [Diagnostic("SK007", f"SKILL.md is {encoding}, not UTF-8; re-save it as UTF-8", shown, 1, 1)]
     if b"\x00" in raw[:8192]:
         return None, [Diagnostic("SK008", "SKILL.md contains NUL bytes: it is a binary file, not Markdown", shown)]
     try:
         return raw.decode("utf-8"), []
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        # columns count characters, like every other diagnostic (the line's prefix is valid UTF-8)
+        col = len(raw[raw.rfind(b"\n", 0, exc.start) + 1 : exc.start].decode("utf-8")) + 1
         return None, [
             Diagnostic(
                 "SK007",
@@ -128,8 +138,8 @@ def parse_skill_md(raw: bytes, shown: str) -> tuple[SkillDocument | None, list[D
         return None, [
             Diagnostic(
                 "SK009",
-                f"SKILL.md is {len(raw) / 1048576:.1f} MiB; skillctl reads at most 1 MiB — "
-                "move detail into references/ files",
+                # callers read at most the cap + 1 byte, so the real size is unknown here
+                "SKILL.md is larger than 1 MiB, the most skillctl reads — move detail into references/ files",
                 shown,
             )
         ]
@@ -188,9 +198,11 @@ def parse_skill_md(raw: bytes, shown: str) -> tuple[SkillDocument | None, list[D
         return None, diags
     try:
         metadata = _HANDLER.load(fm_text)
-    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
-        # e.g. an unhashable mapping key, or a timestamp out of range
-        diags.append(Diagnostic("SK005", f"front matter is not valid YAML: {str(exc).splitlines()[0]}", shown, 2, 1))
+    except Exception as exc:  # noqa: BLE001 - any constructor failure is bad input, not a crash
+        # e.g. an unhashable mapping key, a timestamp out of range, or `!!timestamp x`
+        # (PyYAML's constructor raises AttributeError on it)
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        diags.append(Diagnostic("SK005", f"front matter is not valid YAML: {first}", shown, 2, 1))
         return None, diags
     body_lines = lines[close + 1 :]
     body = "\n".join(body_lines)
