@@ -91,7 +91,9 @@ def scan_folder(root: Path, shown_root: str, ignore: IgnoreRules) -> FolderScan:
                     Diagnostic("SK233", f"hidden {'folder' if is_dir else 'file'} '{entry.name}' will be packed; delete it or list it in .skillignore", shown(rel))
                 )
             if is_dir:
-                if depth + 1 >= MAX_DEPTH:
+                # depth + 1 is this folder's nesting level: MAX_DEPTH levels are allowed,
+                # the first folder deeper than that is reported (and not entered).
+                if depth + 1 > MAX_DEPTH:
                     if not too_deep_reported:
                         diags.append(Diagnostic("SK235", f"folders nest deeper than {MAX_DEPTH} levels; not scanned further", shown(rel)))
                         too_deep_reported = True
@@ -107,6 +109,11 @@ def scan_folder(root: Path, shown_root: str, ignore: IgnoreRules) -> FolderScan:
                     Diagnostic("SK232", f"file is {st.st_size / 1048576:.1f} MiB; files over 5 MiB are refused by registries — keep large data out of skills", shown(rel))
                 )
             files.append(FileEntry(rel, st.st_size, st.st_mode))
+            # Packing reads every file; say now which one it would fail on (access(), not open():
+            # no need to open thousands of files to learn that).
+            if not os.access(root / rel, os.R_OK):
+                diags.append(Diagnostic("SK234", "cannot read: permission denied; it cannot be packed — make it readable (chmod a+r)", shown(rel)))
+                continue
             if rel_dir == "scripts":
                 diags += _script_checks(root, rel, entry.name, st.st_mode, shown(rel))
     files.sort(key=lambda f: f.rel)
