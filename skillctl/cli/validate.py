@@ -51,7 +51,9 @@ Exit status: 0 all valid, 1 something invalid (or warnings with --strict), 2 usa
 
 
 def _options(fn):  # shared by validate and its alias lint
-    fn = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(fn)
+    # readable=False: an unreadable path is a finding about the skill (SK011, in the report and
+    # the JSON), not a usage error that would leave --format json consumers without output.
+    fn = click.argument("paths", nargs=-1, type=click.Path(path_type=Path, readable=False))(fn)
     fn = click.option("--strict", is_flag=True, help="Treat warnings as failures (exit 1).")(fn)
     fn = click.option("-q", "--quiet", is_flag=True, help="Show errors only (text format).")(fn)
     fn = format_option(fn)

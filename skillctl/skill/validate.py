@@ -136,7 +136,9 @@ def check_skill(folder: Path, shown: str | None = None) -> SkillReport:
     name = None
     skill = None
     if doc is not None:
-        folder_name = folder.resolve().name if shown in (".", "") else folder.name
+        # abspath, not .name: `validate ..` or `validate .` must compare against the real folder
+        # name ("..".name is ".."); and not resolve(): a symlinked skill is named by its link.
+        folder_name = Path(os.path.abspath(folder)).name
         diags += check_front_matter(doc, folder_name, md_shown)
         diags += _body_checks(doc, md_shown, scan.paths, frozenset(scan.dirs))
         raw_name = doc.metadata.get("name")
@@ -209,14 +211,16 @@ def discover(path: Path) -> Iterator[tuple[Path | None, str, Diagnostic | None]]
     if _has_skill_md(path):
         yield path, shown, None
         return
-    found = False
+    # The walk below is a stack; results are buffered and yielded sorted by path components
+    # (skills/a before skills/b before skills/group/c), so output and pack order are predictable.
+    found: list[tuple[Path | None, str, Diagnostic | None]] = []
     stack: list[tuple[Path, int]] = [(path, 0)]
     while stack:
         current, level = stack.pop()
         try:
             children = sorted(os.scandir(current), key=lambda e: e.name, reverse=True)
         except OSError as exc:
-            yield None, str(current), Diagnostic("SK011", f"cannot list folder: {exc.strerror or exc}", str(current))
+            found.append((None, str(current), Diagnostic("SK011", f"cannot list folder: {exc.strerror or exc}", str(current))))
             continue
         for entry in children:
             if entry.name.startswith(".") or is_junk(entry.name, True):
@@ -228,11 +232,13 @@ def discover(path: Path) -> Iterator[tuple[Path | None, str, Diagnostic | None]]
                 continue
             child = Path(entry.path)
             if _has_skill_md(child):
-                found = True
-                yield child, str(child), None
+                found.append((child, str(child), None))
             elif level + 1 < MAX_DEPTH:
                 stack.append((child, level + 1))
-    if not found:
+    yield from sorted(found, key=lambda item: Path(item[1]).parts)
+    # "no skills found" only when the search really happened: if ``path`` itself could not be
+    # listed, the SK011 above says everything.
+    if not any(folder is not None or where == str(path) for folder, where, _ in found):
         yield None, shown, Diagnostic("SK012", "no skills found: no folder here contains a SKILL.md", shown)
 
 
@@ -243,7 +249,10 @@ def validate_paths(paths: list[Path]) -> list[SkillReport]:
     for p in paths:
         for folder, shown, problem in discover(p):
             if problem is not None:
-                reports.append(SkillReport(shown, None, (problem,)))
+                key = f"problem:{problem.code}:{shown}"  # `validate x x` reports a bad x once
+                if key not in seen:
+                    seen.add(key)
+                    reports.append(SkillReport(shown, None, (problem,)))
                 continue
             assert folder is not None
             key = str(folder.resolve())
@@ -251,5 +260,4 @@ def validate_paths(paths: list[Path]) -> list[SkillReport]:
                 continue
             seen.add(key)
             reports.append(check_skill(folder, shown))
-    # walking order is a stack; present skills sorted within each argument
-    return reports
+    return reports  # in argument order; discover() sorts the skills within each argument
