@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from pathlib import Path
 
 from skillctl.errors import SkillError
@@ -54,14 +56,30 @@ def scaffold(name: str, parent: Path, description: str | None = None) -> Path:
     if problems:
         raise SkillError(f"invalid skill name: {problems[0][1]}")
     folder = parent / name
-    if folder.exists():
-        raise SkillError(f"{folder} already exists; choose another name or remove it first")
     desc = description or f"Describe what {name} does and when an agent should use it."
     if "\n" in desc or len(desc) > 1024:
         raise SkillError("description must be a single line of at most 1024 characters")
-    (folder / "scripts").mkdir(parents=True)
+    # OSError (a read-only --dir, a file where a folder should be) becomes one line, not a traceback
+    try:
+        if folder.exists() or folder.is_symlink():
+            raise SkillError(f"{folder} already exists; choose another name or remove it first")
+        folder.mkdir(parents=True)
+    except OSError as exc:
+        raise SkillError(f"cannot create {folder}: {exc.strerror or exc}; choose a folder you can write to (--dir)") from exc
+    try:
+        _write(folder, name, desc)
+    except OSError as exc:
+        shutil.rmtree(folder, ignore_errors=True)  # made by us a moment ago: leave nothing half-done
+        raise SkillError(f"cannot write the skill files in {folder}: {exc.strerror or exc}") from exc
+    return folder
+
+
+def _write(folder: Path, name: str, desc: str) -> None:
+    (folder / "scripts").mkdir()
     (folder / "references").mkdir()
-    quoted = '"' + desc.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    # A JSON string is a valid YAML double-quoted scalar, with every control character escaped
+    # (a hand-rolled quote/backslash escape let e.g. \x07 through into an unparsable SKILL.md).
+    quoted = json.dumps(desc, ensure_ascii=False)
     (folder / "SKILL.md").write_text(
         _SKILL_MD.format(name=name, description=quoted, title=name.replace("-", " ").capitalize()), "utf-8"
     )
@@ -69,4 +87,3 @@ def scaffold(name: str, parent: Path, description: str | None = None) -> Path:
     run.write_text(_RUN_SH, "utf-8")
     os.chmod(run, 0o755)
     (folder / "references" / "notes.md").write_text(_NOTES.format(name=name), "utf-8")
-    return folder
