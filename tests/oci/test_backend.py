@@ -162,7 +162,7 @@ def test_remove_and_gc_are_refused_with_the_reason(oci: OciRegistry, tmp_path: P
     assert oci.resolve("demo@1.0.0")
 
 
-def test_verify_is_clean_then_finds_a_damaged_bundle(oci: OciRegistry, registry_server, tmp_path: Path) -> None:
+def test_verify_is_clean_then_finds_a_damaged_bundle(oci: OciRegistry, registry_server, ns, tmp_path: Path) -> None:
     pub = oci.publish(bundle(tmp_path, "demo", "1.0.0")).record
     oci.publish(bundle(tmp_path, "other", "1.0.0"))
     assert oci.verify() == []
@@ -170,9 +170,17 @@ def test_verify_is_clean_then_finds_a_damaged_bundle(oci: OciRegistry, registry_
     data = bytearray(blob.read_bytes())
     data[50] ^= 1
     blob.write_bytes(bytes(data))
+    # and something that is not a skill under a version tag, plus a tag that is no version
+    repo = f"{ns}/other"
+    cfg = registry_server.push_blob(repo, b"{}")
+    registry_server.put_manifest(repo, "2.0.0", {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                                                 "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cfg, "size": 2},
+                                                 "layers": []})
+    registry_server.put_manifest(repo, "latest", registry_server.get_manifest(repo, "1.0.0"))
     problems = OciRegistry.from_url(oci.url, insecure=True).verify()
-    assert [(p.severity, p.kind) for p in problems] == [("error", "corrupt")]
+    assert [(p.severity, p.kind) for p in problems] == [("error", "corrupt"), ("error", "invalid"), ("warning", "foreign-tag")]
     assert "demo@1.0.0" in problems[0].message and "hash" in problems[0].message
+    assert "other@2.0.0" in problems[1].message and "not a skillctl skill" in problems[1].message
 
 
 def test_fetch_refuses_a_resolved_skill_whose_tag_moved(oci: OciRegistry, registry_server, ns, tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ from skillctl.protocols import ResolvedSkill
 from skillctl.registry.local import Problem
 from skillctl.registry.oci import artifact
 from skillctl.registry.oci.auth import find_credentials
-from skillctl.registry.oci.client import DistributionClient
+from skillctl.registry.oci.client import DistributionClient, is_access_error
 from skillctl.registry.oci.names import OciLocation, parse_oci_url, tag_version, version_tag
 from skillctl.registry.prepare import PreparedBundle
 from skillctl.registry.records import PublishResult, SkillRecord, VersionRecord
@@ -358,7 +358,7 @@ class OciRegistry:
                 except IntegrityError as exc:
                     problems.append(Problem("error", "corrupt", f"{name}@{tag}: {exc}"))
                 except RegistryError as exc:
-                    if "cannot reach" in str(exc) or "credentials" in str(exc) or "denied" in str(exc):
+                    if is_access_error(exc):  # not a damaged version: the registry itself is out of reach
                         raise
                     problems.append(Problem("error", "invalid", f"{name}@{tag}: {exc}"))
         return problems

@@ -43,6 +43,17 @@ MAX_PAGES = 1000
 _RETRY_STATUS = frozenset({429, 502, 503, 504})
 
 
+# How the messages of errors about reaching the registry at all begin (not about its content):
+# callers that report content problems one by one (verify) let these end the whole run instead.
+_ACCESS_MARKS = ("cannot reach registry", "TLS with registry", "requires credentials (HTTP 401)", "rejected the credentials", " denied ")
+
+
+def is_access_error(exc: BaseException) -> bool:
+    """True for 'cannot reach' / TLS / 401 / 403 failures raised by this client."""
+    text = str(exc)
+    return isinstance(exc, RegistryError) and any(mark in text for mark in _ACCESS_MARKS)
+
+
 def _is_unsent(exc: BaseException) -> bool:
     """True when the connection was never made, so no byte of the request reached the server."""
     if isinstance(exc, requests.exceptions.ConnectTimeout):
