@@ -11,11 +11,17 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 need_apt=()
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+# OCI registry tests run Debian's distribution server (with htpasswd auth; openssl signs test tokens)
+[ -x /usr/bin/docker-registry ] || need_apt+=(docker-registry)
+command -v htpasswd >/dev/null 2>&1 || need_apt+=(apache2-utils)
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 if [ "${#need_apt[@]}" -gt 0 ]; then
     log "installing Debian packages: ${need_apt[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+    # The tests start their own registry on a free loopback port; the packaged service is not used.
+    service docker-registry stop >/dev/null 2>&1 || true
 fi
 
 PY="${PYTHON:-python3}"

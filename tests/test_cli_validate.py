@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from skillctl.cli import cli
 
-LINE_RE = re.compile(r"^(?P<path>[^:\n]+?)(?::(?P<line>[1-9]\d*):(?P<col>[1-9]\d*))?: (?P<code>SK\d{3}) (?P<severity>error|warning) (?P<message>\S.*)$")
+# Every diagnostic line is path:line:col (0:0 for a whole-file finding, as in the JSON).
+LINE_RE = re.compile(r"^(?P<path>[^:\n]+?):(?P<line>0|[1-9]\d*):(?P<col>0|[1-9]\d*): (?P<code>SK\d{3}) (?P<severity>error|warning) (?P<message>\S.*)$")
 SUMMARY_RE = re.compile(
     r"^(?P<status>ok|FAILED): (?P<checked>\d+) checked, (?P<valid>\d+) valid, (?P<invalid>\d+) invalid; "
     r"(?P<errors>\d+) errors?, (?P<warnings>\d+) warnings?(?P<strict> \(--strict: warnings fail\))?$"
@@ -63,12 +64,12 @@ def test_text_lines_and_summary(tree: Path) -> None:
     assert m.groupdict() == {"status": "FAILED", "checked": "3", "valid": "2", "invalid": "1", "errors": "3", "warnings": "1", "strict": None}
 
 
-def test_whole_file_diagnostics_have_no_line(tree: Path) -> None:
+def test_whole_file_diagnostics_are_at_line_0(tree: Path) -> None:
     (tree / "skills" / "good" / "scripts").mkdir()
     (tree / "skills" / "good" / "scripts" / "go.sh").write_text("#!/bin/sh\n")  # not executable
     [line, _] = invoke("validate", "skills/good").stdout.strip().splitlines()
     m = LINE_RE.match(line)
-    assert m and (m["path"], m["line"], m["code"]) == ("skills/good/scripts/go.sh", None, "SK222")
+    assert m and (m["path"], m["line"], m["col"], m["code"]) == ("skills/good/scripts/go.sh", "0", "0", "SK222")
 
 
 def test_valid_skill_exits_0(tree: Path) -> None:
@@ -150,7 +151,7 @@ def test_folder_without_skills_is_one_clear_line(tmp_path: Path, monkeypatch: py
     (tmp_path / "empty").mkdir()
     result = invoke("validate", "empty")
     assert result.exit_code == 1
-    assert result.stdout.splitlines()[0] == "empty: SK012 error no skills found: no folder here contains a SKILL.md"
+    assert result.stdout.splitlines()[0] == "empty:0:0: SK012 error no skills found: no folder here contains a SKILL.md"
 
 
 @pytest.mark.parametrize("args", [["--bogus"], ["--format", "xml", "."], ["-x"]])

@@ -134,7 +134,7 @@ def write_contents(contents: BundleContents, dest: Path, *, overwrite: bool = Fa
         if stat.S_ISDIR(existing.st_mode) and _same_tree(target, contents):
             return target
         if not overwrite:
-            raise BundleError(f"{target}: already exists with other content; remove it or choose to overwrite it")
+            raise BundleError(f"{target}: already exists with other content; remove it, or replace it (skillctl pull/export --force)")
     try:
         dest.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{contents.name}.", suffix=".tmp", dir=dest))

@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "run": "run:run_cmd",
     "catalog": "run:catalog_cmd",
     "export": "run:export_cmd",
+    "copy": "copy:copy_cmd",
 }
 
 

@@ -47,13 +47,14 @@ def _resolve_skills(reg, refs: tuple[str, ...], lock_path: Path | None):
 @click.option("--image", help="Agent image (default: the one `skillctl image build` makes, built on first use).")
 @click.option("--memory", default="2g", show_default=True, help="Container memory limit.")
 @click.option("--cpus", default=1.0, show_default=True, type=float, help="Container CPU limit.")
+@click.option("--catalog-budget", type=click.IntRange(min=200), help="Characters the skills catalog may take in c1 (default: 2 % of --context-budget, i.e. 8,000 for 100k tokens).")
 @click.option("--transcript", "transcript_path", type=click.Path(dir_okay=False, path_type=Path), help="JSON Lines file for the full run record (default: in the user state folder).")
 @registry_option
 @format_option
 @library_errors
 def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, max_seconds, max_tokens, context_budget,
-            timeout_ms, approve, policy_path, sandbox_name, allow_unsafe_local, image, memory, cpus, transcript_path,
-            registry_url, fmt) -> None:
+            timeout_ms, approve, policy_path, sandbox_name, allow_unsafe_local, image, memory, cpus, catalog_budget,
+            transcript_path, registry_url, fmt) -> None:
     """Run an agent on TASK with the given skills loaded into a sandbox.
 
     Order: resolve the skills (metadata), start a locked-down container, copy each verified
@@ -96,7 +97,9 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
             owner = sandbox.settings.user if sandbox_name == "docker" else None
             sandbox.put_archive("/workspace", staged, user=owner)
             progress(f"staged {len(inputs)} input(s) into /workspace")
-        loaded = load_skills(resolved, reg, sandbox, progress=progress) if reg is not None else None
+        # About 2 % of the context window, at ~4 characters per token (Codex uses the same share).
+        budget_chars = catalog_budget or max(200, int(context_budget * 0.02 * 4))
+        loaded = load_skills(resolved, reg, sandbox, catalog_budget_chars=budget_chars, progress=progress) if reg is not None else None
 
         def on_result(cmd, res, reason):
             if res is None:

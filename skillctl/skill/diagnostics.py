@@ -91,10 +91,11 @@ class Diagnostic:
         return CODES[self.code][0]
 
     def format(self) -> str:
+        # Always path:line:col so editors' problem matchers read every line; 0:0 = the whole file
+        # (the same values the JSON output carries).
         loc = _escape_controls(self.file)  # file names may hold newlines too; JSON keeps them as-is
-        if self.line:
-            loc += f":{self.line}:{self.column or 1}"
-        return f"{loc}: {self.code} {self.severity} {self.message}"
+        col = (self.column or 1) if self.line else 0
+        return f"{loc}:{self.line}:{col}: {self.code} {self.severity} {self.message}"
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -224,7 +224,7 @@ def test_fifo_named_skill_md_does_not_block(in_tmp: Path) -> None:
     os.mkfifo(in_tmp / "demo" / "SKILL.md")
     result = _run_cli_subprocess(["validate", "demo"], in_tmp)
     assert result.returncode == 1
-    assert "demo/SKILL.md: SK011 error SKILL.md is not a regular file" in result.stdout
+    assert "demo/SKILL.md:0:0: SK011 error SKILL.md is not a regular file" in result.stdout
 
 
 def test_twenty_five_thousand_files_hit_the_entry_cap(in_tmp: Path, invoke) -> None:
@@ -235,7 +235,7 @@ def test_twenty_five_thousand_files_hit_the_entry_cap(in_tmp: Path, invoke) -> N
     assert str(MAX_ENTRIES) in report.diagnostics[0].message
     # and through the CLI (kept out of HOSTILE below: one 25k-file tree is enough to build)
     text = invoke("validate", "demo")
-    assert text.exit_code == 0 and text.stdout.startswith("demo: SK236 warning more than 20000")
+    assert text.exit_code == 0 and text.stdout.startswith("demo:0:0: SK236 warning more than 20000")
     assert_clean_output(text.output)
     [j] = json.loads(invoke("validate", "--format", "json", "demo").stdout)
     assert [d["code"] for d in j["diagnostics"]] == ["SK236"]
