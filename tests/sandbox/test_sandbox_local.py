@@ -72,7 +72,7 @@ def test_timeout_kills_the_whole_process_group(local, tmp_path):
     started = time.monotonic()
     result = local.exec(f"sleep 300 & echo $! > {pidfile}; wait", timeout_s=0.5)
     assert result.outcome_type == "timeout" and result.exit_code is None
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 60  # far below the 300 s it would take unkilled
     pid = int(pidfile.read_text())
     time.sleep(0.2)
     assert _state(pid) in (None, "Z"), "the background child outlived the timeout"
@@ -95,11 +95,11 @@ def test_output_flood_is_capped():
     assert marker and head == "a" * 2048 and tail.endswith("]\n" + "a" * 2048)
 
 
-def test_exec_many_runs_concurrently_in_order(local):
-    started = time.monotonic()
-    results = local.exec_many(["sleep 1; echo first", "echo second", "sleep 1; echo third"])
-    assert [r.stdout for r in results] == ["first\n", "second\n", "third\n"]
-    assert time.monotonic() - started < 1.9
+def test_exec_many_runs_concurrently_in_order(local, tmp_path):
+    # A rendezvous instead of a stopwatch: both succeed only if they overlap.
+    wait = "touch {d}/rv-{me}; i=0; while [ ! -e {d}/rv-{other} ]; do i=$((i+1)); [ $i -gt 600 ] && exit 9; sleep 0.05; done; echo {me}"
+    results = local.exec_many([wait.format(d=tmp_path, me="a", other="b"), "echo second", wait.format(d=tmp_path, me="b", other="a")])
+    assert [(r.exit_code, r.stdout) for r in results] == [(0, "a\n"), (0, "second\n"), (0, "b\n")]
 
 
 def test_put_and_get_archive_round_trip(local):
