@@ -275,7 +275,13 @@ def test_bearer_token_auth_end_to_end(token_server, ns, tmp_path: Path, monkeypa
     assert reg.publish(bundle(tmp_path, "demo", "1.0.0")).status == "published"
     assert reg.fetch(reg.resolve("demo")) == bundle(tmp_path, "demo", "1.0.0").data
     assert [s.name for s in reg.list_skills()] == ["demo"]  # the catalog scope too
-    scopes = {scope for user, scope in tokens.issued if user == USER}
+    def normalised(scope: str) -> str:
+        # distribution builds a challenge's action list from a Go map: "pull,push" or "push,pull"
+        kind, _, rest = scope.partition(":")
+        name, _, actions = rest.rpartition(":")
+        return f"{kind}:{name}:{','.join(sorted(actions.split(',')))}"
+
+    scopes = {normalised(scope) for user, scope in tokens.issued if user == USER}
     assert {f"repository:{ns}/demo:pull", f"repository:{ns}/demo:pull,push", "registry:catalog:*"} <= scopes
     # tokens are cached per scope: more reads need no new token
     before = len(tokens.issued)
