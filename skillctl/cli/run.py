@@ -48,13 +48,14 @@ def _resolve_skills(reg, refs: tuple[str, ...], lock_path: Path | None):
 @click.option("--memory", default="2g", show_default=True, help="Container memory limit.")
 @click.option("--cpus", default=1.0, show_default=True, type=float, help="Container CPU limit.")
 @click.option("--catalog-budget", type=click.IntRange(min=200), help="Characters the skills catalog may take in c1 (default: 2 % of --context-budget, i.e. 8,000 for 100k tokens).")
+@click.option("--output", "output_dir", type=click.Path(file_okay=False, path_type=Path), help="After the run, copy the sandbox's working folder here (links and special files are skipped).")
 @click.option("--transcript", "transcript_path", type=click.Path(dir_okay=False, path_type=Path), help="JSON Lines file for the full run record (default: in the user state folder).")
 @registry_option
 @format_option
 @library_errors
 def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, max_seconds, max_tokens, context_budget,
             timeout_ms, approve, policy_path, sandbox_name, allow_unsafe_local, image, memory, cpus, catalog_budget,
-            transcript_path, registry_url, fmt) -> None:
+            output_dir, transcript_path, registry_url, fmt) -> None:
     """Run an agent on TASK with the given skills loaded into a sandbox.
 
     Order: resolve the skills (metadata), start a locked-down container, copy each verified
@@ -69,7 +70,7 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
     from skillctl.runtime.loader import load_skills
     from skillctl.runtime.loop import Agent, Limits
     from skillctl.runtime.prompt import system_prompt
-    from skillctl.runtime.staging import inputs_tar
+    from skillctl.runtime.staging import extract_outputs, inputs_tar
     from skillctl.runtime.tools import ToolBox, shell_tool
     from skillctl.runtime.transcript import Transcript
     from skillctl.sandbox import open_sandbox
@@ -109,13 +110,21 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
             else:
                 progress(f"  exit {res.exit_code} in {res.duration_s * 1000:.0f} ms: {cmd[:120]}")
 
-        tools = ToolBox([shell_tool(sandbox, approve=approver.approve, default_timeout_ms=timeout_ms, on_result=on_result)])
+        # The sandbox's own paths: a container uses /workspace and /skills, the local backend folders.
+        local_path = getattr(sandbox, "path", None)
+        workspace = str(local_path("/workspace")) if sandbox_name == "local" and local_path else "/workspace"
+        skills_root = getattr(sandbox, "skills_root", "/skills")
+        tools = ToolBox([shell_tool(sandbox, approve=approver.approve, default_timeout_ms=timeout_ms, on_result=on_result,
+                                    workspace=workspace, skills_root=skills_root)])
         agent = Agent(
             model, tools,
             limits=Limits(max_steps=max_steps, max_seconds=max_seconds, max_total_tokens=max_tokens, context_budget=context_budget),
             transcript=Transcript(transcript_path), progress=progress,
         )
-        result = agent.run(system_prompt(loaded.catalog_text if loaded else ""), task)
+        result = agent.run(system_prompt(loaded.catalog_text if loaded else "", workspace=workspace, skills_root=skills_root), task)
+        if output_dir is not None and result.outcome != "sandbox_error":
+            files = extract_outputs(sandbox.get_archive("/workspace"), output_dir)
+            progress(f"copied {len(files)} file(s) from the workspace to {output_dir}")
     if fmt == "json":
         emit_json(result.to_dict())
     else:

@@ -88,7 +88,8 @@ def load_skills(
     ``refs`` may be reference strings or already-resolved skills (e.g. from a skills.lock, whose
     digests are then enforced: the store must serve exactly those bytes).
     """
-    # A sandbox may say where its skills live (the local backend uses a temporary folder).
+    # Files always go to the sandbox path /skills; where the agent *sees* them may differ (the
+    # local backend maps /skills to a temporary folder and says so in ``skills_root``).
     root = root or getattr(sandbox, "skills_root", None) or SKILLS_ROOT
     resolved = resolve_all(store, refs)  # step 1 for all skills before any copying: fail early
     # Step 2 in two halves: fetch and verify *every* bundle before copying any, so a tampered or
@@ -103,7 +104,7 @@ def load_skills(
     # helper in the container's mounts), which made copying dominate the time to first prompt.
     # The archive is rebuilt from the verified contents, so what lands is exactly what was checked.
     if verified:
-        sandbox.put_archive(root, _skills_tar(verified))
+        sandbox.put_archive(SKILLS_ROOT, _skills_tar(verified))
     loaded: list[LoadedSkill] = []
     for rs in resolved:
         path = posixpath.join(root, rs.name)

@@ -106,8 +106,8 @@ SHELL_SCHEMA: dict[str, Any] = {
 
 SHELL_DESCRIPTION = (
     "Run shell commands (sh) in the sandbox: an isolated Linux container without network. "
-    "The working folder is /workspace (writable); skills are under /skills (read-only). "
-    "Each command starts fresh in /workspace (no state carries over except files). "
+    "The working folder is {workspace} (writable); skills are under {skills} (read-only). "
+    "Each command starts fresh in {workspace} (no state carries over except files). "
     "Commands given together run concurrently. Each result shows the exit code, then stdout and "
     "stderr; long output keeps its beginning and end. Prefer commands that print little "
     "(grep, head, wc, sqlite3 queries) over printing whole files."
@@ -146,6 +146,8 @@ def shell_tool(
     default_timeout_ms: int = DEFAULT_TIMEOUT_MS,
     default_max_output: int = DEFAULT_MAX_OUTPUT,
     on_result: Callable[[str, ExecResult | None, str], None] | None = None,
+    workspace: str = "/workspace",
+    skills_root: str = "/skills",
 ) -> Tool:
     """The shell tool over ``sandbox``. ``approve(command)`` → (allowed, reason) (C6)."""
 
@@ -180,7 +182,7 @@ def shell_tool(
                 on_result(cmd, res, reason)
         return ToolOutcome("\n\n".join(parts), details={"output": records, "elapsed_s": round(elapsed, 4)})
 
-    return Tool("shell", SHELL_DESCRIPTION, SHELL_SCHEMA, run)
+    return Tool("shell", SHELL_DESCRIPTION.format(workspace=workspace, skills=skills_root), SHELL_SCHEMA, run)
 
 
 def tool_spec_tokens(specs: Sequence[ToolSpec]) -> int:

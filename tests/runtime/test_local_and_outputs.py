@@ -1,0 +1,81 @@
+"""The local backend's own paths reach the agent, and outputs copied back out are treated as
+hostile (links and escapes skipped)."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from skillctl.errors import SkillctlError
+from skillctl.runtime.loader import load_skills
+from skillctl.runtime.prompt import system_prompt
+from skillctl.runtime.staging import extract_outputs
+from skillctl.sandbox.local_backend import LocalSandbox
+
+
+def test_local_backend_catalog_locations_exist_and_are_readable(example_registry) -> None:
+    with LocalSandbox(allow_unsafe_local=True) as sb:
+        loaded = load_skills(["tally"], example_registry, sb)
+        location = loaded.skills[0].location
+        assert location.startswith(sb.skills_root) and location in loaded.catalog_text
+        result = sb.exec(f"head -2 {location}")
+        assert result.ok and result.stdout.startswith("---\nname: tally"), result
+
+
+def test_system_prompt_names_the_sandbox_paths() -> None:
+    text = system_prompt("<available_skills>\n</available_skills>\n", workspace="/w/here", skills_root="/s/there")
+    assert "Your working folder is /w/here" in text and "installed under /s/there" in text
+    assert "/workspace" not in text
+    assert system_prompt("") == system_prompt("", workspace="/workspace", skills_root="/skills")
+
+
+def _tar(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return buf.getvalue()
+
+
+def _file(name: str, data: bytes) -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    return info, data
+
+
+def _link(name: str, target: str, kind: bytes = tarfile.SYMTYPE) -> tuple[tarfile.TarInfo, None]:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.linkname = target
+    return info, None
+
+
+def test_outputs_strip_the_top_folder_and_keep_files(tmp_path: Path) -> None:
+    data = _tar([_file("workspace/a.txt", b"A"), _file("workspace/d/b.txt", b"B")])
+    written = extract_outputs(data, tmp_path / "out")
+    assert sorted(written) == ["a.txt", "d/b.txt"]
+    assert (tmp_path / "out" / "d" / "b.txt").read_bytes() == b"B"
+
+
+def test_outputs_skip_links_and_escapes(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    data = _tar([
+        _link("workspace/passwd", "/etc/passwd"),
+        _link("workspace/hard", "/etc/passwd", tarfile.LNKTYPE),
+        _file("workspace/../../outside.txt", b"escaped"),
+        _file("/abs.txt", b"absolute"),
+        _file("workspace/ok.txt", b"ok"),
+    ])
+    written = extract_outputs(data, tmp_path / "out")
+    assert written == ["ok.txt"]
+    assert not outside.exists() and not (tmp_path / "out" / "passwd").exists()
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["ok.txt"]
+
+
+def test_outputs_over_the_size_cap_are_refused(tmp_path: Path) -> None:
+    data = _tar([_file("workspace/big.bin", b"x" * 2048)])
+    with pytest.raises(SkillctlError, match="exceeds"):
+        extract_outputs(data, tmp_path / "out", max_bytes=1024)
