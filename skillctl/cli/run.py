@@ -48,6 +48,7 @@ def _resolve_skills(reg, refs: tuple[str, ...], lock_path: Path | None):
 @click.option("--memory", default="2g", show_default=True, help="Container memory limit.")
 @click.option("--cpus", default=1.0, show_default=True, type=float, help="Container CPU limit.")
 @click.option("--catalog-budget", type=click.IntRange(min=200), help="Characters the skills catalog may take in c1 (default: 2 % of --context-budget, i.e. 8,000 for 100k tokens).")
+@click.option("--subagents", is_flag=True, help="Offer the model a `subagent` tool: a fresh-context agent run on a sub-task whose final answer alone comes back.")
 @click.option("--output", "output_dir", type=click.Path(file_okay=False, path_type=Path), help="After the run, copy the sandbox's working folder here (links and special files are skipped).")
 @click.option("--transcript", "transcript_path", type=click.Path(dir_okay=False, path_type=Path), help="JSON Lines file for the full run record (default: in the user state folder).")
 @registry_option
@@ -55,7 +56,7 @@ def _resolve_skills(reg, refs: tuple[str, ...], lock_path: Path | None):
 @library_errors
 def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, max_seconds, max_tokens, context_budget,
             timeout_ms, approve, policy_path, sandbox_name, allow_unsafe_local, image, memory, cpus, catalog_budget,
-            output_dir, transcript_path, registry_url, fmt) -> None:
+            subagents, output_dir, transcript_path, registry_url, fmt) -> None:
     """Run an agent on TASK with the given skills loaded into a sandbox.
 
     Order: resolve the skills (metadata), start a locked-down container, copy each verified
@@ -114,14 +115,18 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
         local_path = getattr(sandbox, "path", None)
         workspace = str(local_path("/workspace")) if sandbox_name == "local" and local_path else "/workspace"
         skills_root = getattr(sandbox, "skills_root", "/skills")
-        tools = ToolBox([shell_tool(sandbox, approve=approver.approve, default_timeout_ms=timeout_ms, on_result=on_result,
-                                    workspace=workspace, skills_root=skills_root)])
-        agent = Agent(
-            model, tools,
-            limits=Limits(max_steps=max_steps, max_seconds=max_seconds, max_total_tokens=max_tokens, context_budget=context_budget),
-            transcript=Transcript(transcript_path), progress=progress,
-        )
-        result = agent.run(system_prompt(loaded.catalog_text if loaded else "", workspace=workspace, skills_root=skills_root), task)
+        shell = shell_tool(sandbox, approve=approver.approve, default_timeout_ms=timeout_ms, on_result=on_result,
+                           workspace=workspace, skills_root=skills_root)
+        system_text = system_prompt(loaded.catalog_text if loaded else "", workspace=workspace, skills_root=skills_root)
+        limits = Limits(max_steps=max_steps, max_seconds=max_seconds, max_total_tokens=max_tokens, context_budget=context_budget)
+        tool_list = [shell]
+        if subagents:
+            from skillctl.runtime.subagent import subagent_tool
+
+            tool_list.append(subagent_tool(model, system_text, [shell], limits=limits, progress=progress,
+                                           transcript_dir=transcript_path.with_suffix(".subagents")))
+        agent = Agent(model, ToolBox(tool_list), limits=limits, transcript=Transcript(transcript_path), progress=progress)
+        result = agent.run(system_text, task)
         if output_dir is not None and result.outcome != "sandbox_error":
             files = extract_outputs(sandbox.get_archive("/workspace"), output_dir)
             progress(f"copied {len(files)} file(s) from the workspace to {output_dir}")
