@@ -48,6 +48,7 @@ def _resolve_skills(reg, refs: tuple[str, ...], lock_path: Path | None):
 @click.option("--memory", default="2g", show_default=True, help="Container memory limit.")
 @click.option("--cpus", default=1.0, show_default=True, type=float, help="Container CPU limit.")
 @click.option("--catalog-budget", type=click.IntRange(min=200), help="Characters the skills catalog may take in c1 (default: 2 % of --context-budget, i.e. 8,000 for 100k tokens).")
+@click.option("--compact", is_flag=True, help="When clearing old tool results is not enough, let the model summarise the oldest part of the conversation instead of dropping it (D7; costs extra model calls).")
 @click.option("--subagents", is_flag=True, help="Offer the model a `subagent` tool: a fresh-context agent run on a sub-task whose final answer alone comes back.")
 @click.option("--output", "output_dir", type=click.Path(file_okay=False, path_type=Path), help="After the run, copy the sandbox's working folder here (links and special files are skipped).")
 @click.option("--transcript", "transcript_path", type=click.Path(dir_okay=False, path_type=Path), help="JSON Lines file for the full run record (default: in the user state folder).")
@@ -56,7 +57,7 @@ def _resolve_skills(reg, refs: tuple[str, ...], lock_path: Path | None):
 @library_errors
 def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, max_seconds, max_tokens, context_budget,
             timeout_ms, approve, policy_path, sandbox_name, allow_unsafe_local, image, memory, cpus, catalog_budget,
-            subagents, output_dir, transcript_path, registry_url, fmt) -> None:
+            compact, subagents, output_dir, transcript_path, registry_url, fmt) -> None:
     """Run an agent on TASK with the given skills loaded into a sandbox.
 
     Order: resolve the skills (metadata), start a locked-down container, copy each verified
@@ -125,7 +126,14 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
 
             tool_list.append(subagent_tool(model, system_text, [shell], limits=limits, progress=progress,
                                            transcript_dir=transcript_path.with_suffix(".subagents")))
-        agent = Agent(model, ToolBox(tool_list), limits=limits, transcript=Transcript(transcript_path), progress=progress)
+        fitter = None
+        if compact:
+            from skillctl.context import Compactor
+            from skillctl.runtime.summarize import model_summarizer
+
+            fitter = Compactor(model_summarizer(model)).fit
+        agent = Agent(model, ToolBox(tool_list), limits=limits, transcript=Transcript(transcript_path), progress=progress,
+                      fitter=fitter)
         result = agent.run(system_text, task)
         if output_dir is not None and result.outcome != "sandbox_error":
             files = extract_outputs(sandbox.get_archive("/workspace"), output_dir)

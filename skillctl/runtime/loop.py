@@ -121,6 +121,7 @@ class Agent:
         transcript: Transcript | None = None,
         progress: Callable[[str], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        fitter: Callable[[list[Message], int], FitResult] | None = None,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -128,6 +129,8 @@ class Agent:
         self.transcript = transcript or Transcript(None)
         self.progress = progress or (lambda _m: None)
         self.clock = clock
+        # What is sent for a history: ``fit`` (clear, then cut) or a Compactor's ``fit`` (D7).
+        self.fitter = fitter or (lambda history, budget: fit(history, budget))
 
     def run(self, system_text: str, task: str) -> RunResult:
         specs = self.tools.specs
@@ -157,7 +160,7 @@ class Agent:
                     raise BudgetExhausted(f"step budget exhausted: {self.limits.max_steps} model calls without a final answer")
                 if self.limits.max_seconds is not None and self.clock() - started > self.limits.max_seconds:
                     raise TimeExhausted(f"time budget exhausted after {self.clock() - started:.1f} s")
-                fitted: FitResult = fit(history, max(1, self.limits.context_budget - spec_tokens))
+                fitted: FitResult = self.fitter(history, max(1, self.limits.context_budget - spec_tokens))
                 # Checked against the request about to be sent, not only the calls already made:
                 # otherwise the last request could carry Z past the budget by a whole context.
                 if self.limits.max_total_tokens is not None and sum(sizes) + fitted.tokens + spec_tokens > self.limits.max_total_tokens:
