@@ -111,8 +111,8 @@ def fit_messages(
     head_end = min(first_message_index(history) + 1 + pinned, len(history))
     plan = plan_clearing(history, sizes, head_end, budget, size, policy)
     if plan.total <= budget:
-        messages, cleared = _render(history, plan, policy, 0, len(history))
-        return FitResult(tuple(messages), plan.total, cleared, 0, 1)
+        messages, n_cleared = _render(history, plan, policy, 0, len(history))
+        return FitResult(tuple(messages), plan.total, n_cleared, 0, 1)
     # Blocks and turns are only needed from pass 2 on: pass 1 stays a few list scans.
     return _cut(history, layout(history, pinned), plan, budget, size, policy)
 

@@ -241,6 +241,11 @@ def test_pass_three_always_keeps_the_newest_round_and_what_follows():
     assert r.pass_used == 3
     newest_round = max(i for i, m in enumerate(h) if m.tool_calls)
     assert list(r.messages[-3:]) == h[newest_round:]
+    # Room for the trailing remark but not for the newest round with it: no request without the
+    # newest round is acceptable, so the conversation is too long.
+    head_and_note = sum(m.tokens for m in r.messages[:3])
+    with pytest.raises(ContextTooLong):
+        fit(h, head_and_note + h[-1].tokens + 10)
 
 
 # ---------------------------------------------------------------------------- E3
