@@ -405,7 +405,7 @@ def test_install_refuses_a_tampered_blob(isolated: Path) -> None:
 @pytest.mark.parametrize(
     "requirements, message",
     [
-        ("skills:\n  alpha: ^1\n   beta: ^2\n", "skills.yaml:3: not valid YAML"),
+        ("skills:\n  alpha: ^1\n   beta: ^2\n", "skills.yaml:3:8: not valid YAML"),
         ("skills:\n  Alpha: ^1\n", "'Alpha' is not a skill name"),
         ("skills:\n  alpha: 1.0\n", "write the range as a quoted string"),
         ("skillz:\n  alpha: ^1\n", "unknown key(s) skillz"),

@@ -20,6 +20,7 @@ from skillctl.bundle.limits import BundleLimits
 from skillctl.bundle.paths import is_within_directory
 from skillctl.bundle.read import BundleContents, read_bundle
 from skillctl.errors import BundleError
+from skillctl.fsutil import fsync_dir
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -83,20 +84,7 @@ def _write_tree(root: Path, contents: BundleContents, durable: bool) -> None:
             os.close(fd)
     if durable:
         for rel in contents.dirs:
-            _fsync_dir(root / rel)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+            fsync_dir(root / rel)
 
 
 def _remove(path: Path) -> None:
@@ -144,7 +132,7 @@ def write_contents(contents: BundleContents, dest: Path, *, overwrite: bool = Fa
     try:
         _write_tree(tmp, contents, durable)
         if durable:
-            _fsync_dir(tmp)
+            fsync_dir(tmp)
         if existing is not None:
             old = tmp.with_name(tmp.name + ".old")
             os.rename(target, old)
@@ -160,7 +148,7 @@ def write_contents(contents: BundleContents, dest: Path, *, overwrite: bool = Fa
     if old is not None:
         _remove(old)
     if durable:
-        _fsync_dir(dest)
+        fsync_dir(dest)
     return target
 
 

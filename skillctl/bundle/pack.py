@@ -15,6 +15,7 @@ from skillctl.bundle.digest import format_digest
 from skillctl.bundle.limits import BundleLimits
 from skillctl.bundle.members import MemberTally, Refused
 from skillctl.errors import BundleError
+from skillctl.fsutil import fsync_dir
 
 BUNDLE_SUFFIX = ".skill.tgz"
 
@@ -140,18 +141,5 @@ def write_bundle(packed: PackedBundle, out_dir: Path, version: str) -> Path:
         if isinstance(exc, OSError):
             raise BundleError(f"{target}: cannot write the bundle ({exc.strerror}); choose another -o folder") from None
         raise
-    _fsync_dir(out_dir)
+    fsync_dir(out_dir)
     return target
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return  # not supported here (e.g. Windows); the rename itself is still atomic
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -30,9 +30,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
-import yaml
 
 from skillctl.errors import ConfigError, ModelError
+from skillctl.yamlfile import read_yaml
 from skillctl.messages import Message, ToolCall
 from skillctl.models._schema import schema_problems, summarize
 from skillctl.protocols import ModelReply, ToolSpec
@@ -93,19 +93,7 @@ def parse_script(data: Any, *, source: str = "<script>", shell_tool: str = SHELL
 def load_script(path: str | Path, *, shell_tool: str = SHELL_TOOL) -> tuple[ScriptStep, ...]:
     """Read and validate a script file; every failure is a one-line ``ConfigError``."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"script file {p} does not exist; check the path in --model script:FILE") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read script file {p}: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{p}: not valid YAML{where}: {problem}") from None
+    data = read_yaml(p, error=ConfigError, missing=f"script file {p} does not exist; check the path in --model script:FILE")
     return parse_script(data, source=str(p), shell_tool=shell_tool)
 
 

@@ -31,11 +31,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from skillctl.bundle import sha256_digest
-from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError, VersionError
+from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError
+from skillctl.fsutil import fsync_dir
 from skillctl.protocols import ResolvedSkill
 from skillctl.registry.prepare import PreparedBundle
 from skillctl.registry.records import PublishResult, SkillRecord, VersionRecord
-from skillctl.registry.refs import SkillRef, parse_ref
+from skillctl.registry.refs import SkillRef, parse_ref, require_exact
 from skillctl.versioning import RELEASE_RANK, SemVer
 
 FORMAT = "skillctl-registry"
@@ -231,11 +232,7 @@ class LocalRegistry:
         finally:
             if tmp.exists():
                 tmp.unlink()
-        dir_fd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        fsync_dir(target.parent)
 
     def _store_blob(self, data: bytes, digest: str) -> None:
         path = self.blob_path(digest)
@@ -409,10 +406,7 @@ class LocalRegistry:
     # ------------------------------------------------------------------ lifecycle
 
     def _exact(self, ref: str, verb: str) -> VersionRecord:
-        r = parse_ref(ref)
-        if r.exact_version is None:
-            raise VersionError(f"{verb} needs an exact version, e.g. {r.subject}@1.2.3 (got '{ref}')")
-        return self.resolve_record(r)
+        return self.resolve_record(require_exact(ref, verb))
 
     def set_yanked(self, ref: str, yanked: bool, reason: str = "") -> VersionRecord:
         rec = self._exact(ref, "yank" if yanked else "unyank")

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
 
 from skillctl.bundle import read_bundle, sha256_digest, write_contents
 from skillctl.errors import IntegrityError, LockError, SkillctlError
+from skillctl.yamlfile import read_yaml
 from skillctl.protocols import ResolvedSkill
 from skillctl.registry.refs import NAME_RE, parse_ref
 from skillctl.versioning import SEMVER_RE
@@ -87,18 +87,7 @@ class Lock:
 
 
 def load_requirements(path: Path) -> Requirements:
-    try:
-        text = path.read_text("utf-8")
-    except FileNotFoundError:
-        raise LockError(f"{path} not found; declare skills there, e.g. 'skills: {{tally: ^1.0}}'") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LockError(f"cannot read {path}: {exc}") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark else ""
-        raise LockError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    doc = read_yaml(path, error=LockError, missing=f"{path} not found; declare skills there, e.g. 'skills: {{tally: ^1.0}}'")
     if doc is None:
         doc = {}
     if not isinstance(doc, dict) or not isinstance(doc.get("skills", {}), dict):

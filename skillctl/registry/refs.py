@@ -55,3 +55,11 @@ def parse_ref(text: str) -> SkillRef:
             f"skill reference '{text}': '{head}' is neither a skill name (lowercase letters, digits, '-') nor an id (skill_…)"
         )
     return SkillRef(text, head, None, parsed)
+
+
+def require_exact(ref: str, verb: str) -> SkillRef:
+    """``ref`` parsed, refused unless it pins one version (yank, unyank and remove need one)."""
+    r = parse_ref(ref)
+    if r.exact_version is None:
+        raise VersionError(f"{verb} needs an exact version, e.g. {r.subject}@1.2.3 (got '{ref}')")
+    return r

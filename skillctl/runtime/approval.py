@@ -50,10 +50,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-import yaml
 from jsonschema import Draft202012Validator
 
 from skillctl.errors import ConfigError
+from skillctl.yamlfile import read_yaml
 
 Decision = Literal["allow", "ask", "deny"]
 ApproveMode = Literal["never", "all", "policy"]
@@ -230,18 +230,7 @@ class ApprovalPolicy:
     def load(cls, path: str | Path) -> "ApprovalPolicy":
         """Read a policy file (YAML); every failure is a one-line ``ConfigError``."""
         p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"approval policy file {p} does not exist; check the path") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read approval policy file {p}: {exc}") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark is not None else ""
-            raise ConfigError(f"{p}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+        data = read_yaml(p, error=ConfigError, missing=f"approval policy file {p} does not exist; check the path")
         return cls.from_mapping(data, source=str(p))
 
 

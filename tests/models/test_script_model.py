@@ -155,7 +155,7 @@ def test_every_problem_is_reported_not_only_the_first(tmp_path: Path) -> None:
 def test_not_yaml_names_the_line(tmp_path: Path) -> None:
     path = write(tmp_path, "steps:\n  - answer: [unclosed\n")
     msg = str(pytest.raises(ConfigError, load_script, path).value)
-    assert msg.startswith(f"{path}: not valid YAML at line ") and "\n" not in msg
+    assert msg.startswith(f"{path}:") and ": not valid YAML: " in msg and "\n" not in msg
 
 
 def test_empty_file(tmp_path: Path) -> None:

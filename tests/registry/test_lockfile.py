@@ -49,7 +49,7 @@ def test_requirements_parse(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("skills:\n  alpha: [^1\n", r"skills\.yaml:\d+: not valid YAML"),
+        ("skills:\n  alpha: [^1\n", r"skills\.yaml:\d+:\d+: not valid YAML"),
         ("skills:\n  Alpha: ^1\n", "'Alpha' is not a skill name"),
         ("skills:\n  ../evil: ^1\n", "'../evil' is not a skill name"),
         ("skills:\n  alpha: 1.0\n", r"skills\.alpha: write the range as a quoted string, e\.g\. \"1\.0\""),
@@ -70,7 +70,7 @@ def test_requirements_errors_are_one_line_naming_the_problem(tmp_path: Path, tex
 
 
 def test_bad_yaml_names_the_line(tmp_path: Path) -> None:
-    with pytest.raises(LockError, match=r"skills\.yaml:3: not valid YAML"):
+    with pytest.raises(LockError, match=r"skills\.yaml:3:\d+: not valid YAML"):
         load_requirements(_yaml(tmp_path, "skills:\n  alpha: ^1\n   beta: ^2\n"))
 
 

@@ -170,7 +170,7 @@ def test_empty_policy_file_means_the_defaults(tmp_path: Path) -> None:
         ("- pattern: ls\n", "top level: must be a mapping"),
         ("defualt: allow\n", "top level: unknown key 'defualt'"),
         ("rules:\n  - {pattern: 're:(', action: deny}\n", "rules[0]: rule 're:(': invalid regular expression"),
-        ("rules: [\n", "not valid YAML at line"),
+        ("rules: [\n", r"policy.yaml:2:1: not valid YAML"),
     ],
 )
 def test_invalid_policy_file_is_one_line_config_error(tmp_path: Path, text: str, expected: str) -> None:

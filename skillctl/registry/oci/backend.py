@@ -37,7 +37,7 @@ import time
 from typing import Any
 
 from skillctl.bundle import BundleLimits, sha256_digest
-from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError, VersionError
+from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError
 from skillctl.protocols import ResolvedSkill
 from skillctl.registry.local import Problem
 from skillctl.registry.oci import artifact
@@ -46,7 +46,7 @@ from skillctl.registry.oci.client import DistributionClient, is_access_error
 from skillctl.registry.oci.names import OciLocation, parse_oci_url, tag_version, version_tag
 from skillctl.registry.prepare import PreparedBundle
 from skillctl.registry.records import PublishResult, SkillRecord, VersionRecord
-from skillctl.registry.refs import SKILL_ID_RE, SkillRef, parse_ref
+from skillctl.registry.refs import SKILL_ID_RE, SkillRef, parse_ref, require_exact
 from skillctl.versioning import SemVer
 
 ENV_INSECURE = "SKILLCTL_INSECURE"
@@ -305,10 +305,7 @@ class OciRegistry:
         )
 
     def _exact(self, ref: str, verb: str) -> VersionRecord:
-        r = parse_ref(ref)
-        if r.exact_version is None:
-            raise VersionError(f"{verb} needs an exact version, e.g. {r.subject}@1.2.3 (got '{ref}')")
-        return self.resolve_record(r)
+        return self.resolve_record(require_exact(ref, verb))
 
     def set_yanked(self, ref: str, yanked: bool, reason: str = "") -> VersionRecord:
         rec = self._exact(ref, "yank" if yanked else "unyank")

@@ -1,0 +1,33 @@
+"""Reading a YAML file that a person wrote (script, approval policy, skills.yaml).
+
+Every failure is one line of the caller's error class naming the file and, for a syntax error,
+``path:line:column`` — the same location shape the validator prints — so it can be clicked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from skillctl.errors import SkillctlError
+
+
+def read_yaml(path: str | Path, *, error: type[SkillctlError], missing: str) -> Any:
+    """The parsed content of ``path`` (``yaml.safe_load``). ``missing`` is the whole message for
+    a file that does not exist (say what to do)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(missing) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"cannot read {p}: {exc}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise error(f"{p}{where}: not valid YAML: {problem}") from None
