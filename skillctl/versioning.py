@@ -151,10 +151,6 @@ class SemVer:
         raise VersionError(f"cannot bump '{part}': use major, minor, patch or an explicit X.Y.Z")
 
 
-def parse_version(text: str) -> SemVer:
-    return SemVer.parse(text)
-
-
 # ------------------------------------------------------------------------------------ ranges
 
 _OPS = ("==", ">=", "<=", "!=", ">", "<", "=")

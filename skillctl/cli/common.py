@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any, Callable
 
 import click
@@ -29,10 +28,6 @@ def progress(message: str) -> None:
     click.echo(message, err=True)
 
 
-def fail(message: str) -> "NoReturn":  # type: ignore[name-defined]
-    raise click.ClickException(message)
-
-
 def library_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Turn library errors into ClickException (exit 1, one line, no traceback)."""
     import functools
@@ -46,9 +41,6 @@ def library_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     return wrapper
 
-
-def stderr_is_tty() -> bool:
-    return sys.stderr.isatty()
 
 
 _registry_url_option = click.option(

@@ -24,7 +24,6 @@ def _run(paths: tuple[Path, ...], strict: bool, fmt: str, quiet: bool) -> None:
                 if quiet and d.severity == "warning":
                     continue
                 click.echo(d.format())
-        skills = sum(1 for r in reports if r.name is not None or r.skill is not None)
         status = "FAILED" if invalid else "ok"
         click.echo(
             f"{status}: {len(reports)} checked, {len(reports) - len(invalid)} valid, {len(invalid)} invalid; "
@@ -32,7 +31,6 @@ def _run(paths: tuple[Path, ...], strict: bool, fmt: str, quiet: bool) -> None:
             + (" (--strict: warnings fail)" if strict and n_warn else ""),
             err=False,
         )
-        del skills
     sys.exit(1 if invalid else 0)
 
 

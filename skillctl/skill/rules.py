@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -172,6 +171,3 @@ def check_front_matter(doc: SkillDocument, folder_name: str | None, shown: str) 
                 at("SK241", str(exc), "metadata.version")
     return diags
 
-
-def folder_name_of(skill_dir: Path) -> str:
-    return skill_dir.name
