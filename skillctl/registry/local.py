@@ -104,6 +104,25 @@ def _record(row: tuple[Any, ...]) -> VersionRecord:
     )
 
 
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch the index to WAL (persistent, so usually already done). The switch needs an
+    exclusive lock, and SQLite can answer "database is locked" at once — without waiting on the
+    busy timeout — while another process is opening the same new registry; retry until the
+    timeout instead of failing a concurrent first publish."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    delay = 0.01
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
 @dataclass(frozen=True)
 class Problem:
     severity: str  # "error" | "warning"
@@ -170,7 +189,7 @@ class LocalRegistry:
         try:
             conn = sqlite3.connect(self.root / "index.sqlite", timeout=BUSY_TIMEOUT_S, isolation_level=None)
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            _enable_wal(conn)
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA foreign_keys = ON")
             with self._tx(conn):
