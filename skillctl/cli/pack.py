@@ -37,9 +37,8 @@ def pack_cmd(paths: tuple[Path, ...], out_dir: Path, version: str | None, fmt: s
     SOURCE_DATE_EPOCH or 1980-01-01, uid/gid 0, modes 0644/0755). A .skillignore (gitignore
     syntax) leaves files out. Prints the sha256 of the archive and of the uncompressed tar.
     """
-    from skillctl.bundle import write_bundle
-    from skillctl.registry.prepare import prepare_folder
-
+    from skillctl.bundle import PackedBundle, write_bundle
+    from skillctl.registry.prepare import prepare_skill
     from skillctl.skill import check_skill
 
     results = []
@@ -53,13 +52,11 @@ def pack_cmd(paths: tuple[Path, ...], out_dir: Path, version: str | None, fmt: s
                 click.echo(diag.format(), err=True)
             continue
         try:
-            prepared = prepare_folder(folder, version=version)
+            prepared = prepare_skill(report.skill, version=version)  # validated just above
         except SkillctlError as exc:
             failed += 1
             click.echo(f"error: {exc}", err=True)
             continue
-        from skillctl.bundle.pack import PackedBundle
-
         packed = PackedBundle(prepared.name, prepared.data, prepared.digest, prepared.tar_digest, prepared.size, prepared.files)
         path = write_bundle(packed, out_dir, prepared.version)
         entry = {

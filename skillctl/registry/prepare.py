@@ -49,7 +49,12 @@ def choose_version(skill: Skill, override: str | None, where: str) -> str:
 
 
 def prepare_folder(folder: Path, *, version: str | None = None, mtime: int | None = None) -> PreparedBundle:
-    skill = load_skill(folder)
+    return prepare_skill(load_skill(folder), version=version, mtime=mtime)
+
+
+def prepare_skill(skill: Skill, *, version: str | None = None, mtime: int | None = None) -> PreparedBundle:
+    """Pack a skill that has already been validated (``check_skill``/``load_skill``)."""
+    folder = skill.path
     ver = choose_version(skill, version, str(folder))
     packed = pack(folder, skill.name, mtime=mtime)
     return PreparedBundle(
