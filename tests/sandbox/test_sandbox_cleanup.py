@@ -36,7 +36,9 @@ OWNER_SCRIPT = textwrap.dedent(
 
 
 def _exists(client, cid: str) -> bool:
-    return bool(client.containers.list(all=True, filters={"id": cid}))
+    # The low-level list does not inspect each container: the high-level one does, and a container
+    # removed between the list and the inspect raised NotFound instead of answering "gone".
+    return bool(client.api.containers(all=True, filters={"id": cid}))
 
 
 def _wait_gone(client, cid: str, within_s: float) -> bool:
