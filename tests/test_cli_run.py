@@ -65,10 +65,10 @@ def invoke(env, *args: str):
 def owned_containers(docker_client, pid: int) -> set[str]:
     """Ids of skillctl containers whose owner label names process ``pid``."""
     found = set()
-    for c in docker_client.containers.list(all=True, filters={"label": [f"{LABEL_MANAGED}=1"]}):
-        owner = Owner.parse((c.labels or {}).get(LABEL_OWNER, ""))
+    for c in docker_client.api.containers(all=True, filters={"label": [f"{LABEL_MANAGED}=1"]}):
+        owner = Owner.parse((c.get("Labels") or {}).get(LABEL_OWNER, ""))
         if owner is not None and owner.pid == pid:
-            found.add(c.id)
+            found.add(c["Id"])
     return found
 
 
@@ -343,8 +343,8 @@ def test_after_sigkill_the_next_run_reaps_the_orphan(env, tmp_path, agent_image,
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert docker_client.containers.list(all=True, filters={"id": orphan})  # SIGKILL cannot clean up
+    assert docker_client.api.containers(all=True, filters={"id": orphan})  # SIGKILL cannot clean up
     nxt = invoke(env, "run", "--model", script(tmp_path, [{"answer": "ok"}], "next.yaml"),
                  "--transcript", str(tmp_path / "t2.jsonl"), "Again.")
     assert nxt.exit_code == 0, nxt.output
-    assert not docker_client.containers.list(all=True, filters={"id": orphan})
+    assert not docker_client.api.containers(all=True, filters={"id": orphan})

@@ -101,18 +101,20 @@ def reap(client: Any, *, now: float | None = None, labels: Mapping[str, str] | N
     removed: list[str] = []
     selector = [f"{LABEL_MANAGED}=1", *(f"{k}={v}" for k, v in sorted((labels or {}).items()))]
     try:
-        containers = client.containers.list(all=True, filters={"label": selector})
+        # The low-level list: the high-level one inspects every container, and one removed in
+        # between (another run ending) made the whole sweep fail with NotFound.
+        containers = client.api.containers(all=True, filters={"label": selector})
     except docker.errors.APIError:
         return removed  # reaping is housekeeping; the start that follows reports daemon errors
     for container in containers:
-        if orphan_reason(container.labels or {}, now) is None:
+        if orphan_reason(container.get("Labels") or {}, now) is None:
             continue
         try:
-            container.remove(force=True, v=True)
+            client.api.remove_container(container["Id"], force=True, v=True)
         except docker.errors.NotFound:
             pass
         except docker.errors.APIError as exc:
             if "already in progress" not in str(exc):
                 continue
-        removed.append(container.id)
+        removed.append(container["Id"])
     return removed
