@@ -19,3 +19,17 @@ def fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def tar_data_filter() -> dict[str, str]:
+    """Keyword arguments that put ``tarfile``'s ``'data'`` extraction filter on top of our own
+    member checks, where this Python has it.
+
+    The filter arrived in 3.11.4 (PEP 706); Debian 12's ``python3`` is 3.11.2 and lacks it, and
+    passing ``filter=`` there is a ``TypeError``. Every caller checks each member itself first
+    (the filter has had bypasses and is never the only guard), so without it nothing is lost
+    but the second layer.
+    """
+    import tarfile
+
+    return {"filter": "data"} if hasattr(tarfile, "data_filter") else {}

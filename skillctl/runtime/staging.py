@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from skillctl.errors import SkillctlError
+from skillctl.fsutil import tar_data_filter
 
 MAX_INPUT_BYTES = 512 * 1024 * 1024
 
@@ -85,7 +86,7 @@ def extract_outputs(tar_bytes: bytes, dest: Path, *, max_bytes: int = MAX_INPUT_
             if total > max_bytes:
                 raise SkillctlError(f"the sandbox's output exceeds {max_bytes >> 20} MiB; copy less out")
             m.name = rel
-            tar.extract(m, root, filter="data")
+            tar.extract(m, root, **tar_data_filter())
             if m.isfile():
                 written.append(rel)
     return written

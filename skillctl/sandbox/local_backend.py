@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any, Sequence
 
 from skillctl.errors import SandboxError, SandboxTimeout
+from skillctl.fsutil import tar_data_filter
 from skillctl.protocols import ExecResult
 from skillctl.sandbox import cleanup
 from skillctl.sandbox.output import DEFAULT_CAPTURE_BYTES, CappedCapture
@@ -195,7 +196,7 @@ class LocalSandbox:
                 for member in members:
                     _check_member(member, dest)
                 # The checks above first, the standard filter on top: it has had bypasses.
-                archive.extractall(dest, members=members, filter="data")
+                archive.extractall(dest, members=members, **tar_data_filter())
         except tarfile.TarError as exc:
             raise SandboxError(f"put_archive into {dest_dir}: invalid or refused archive: {exc}") from exc
 
