@@ -71,15 +71,19 @@ class Recipe:
 
 
 def container_dir() -> Path:
-    """The image build context: ``$SKILLCTL_CONTAINER_DIR`` or ``container/`` beside the package."""
+    """The image build context: ``$SKILLCTL_CONTAINER_DIR``, else the copy an installed wheel
+    carries (``skillctl/_container/``), else ``container/`` of the source checkout (an editable
+    install). The wheel's copy is byte-identical to the checkout's, so both give one recipe hash."""
     override = os.environ.get("SKILLCTL_CONTAINER_DIR")
-    path = Path(override) if override else Path(__file__).resolve().parents[2] / "container"
-    if not (path / "Dockerfile").is_file():
-        raise SandboxError(
-            f"no Dockerfile in {path}: run from a skillctl checkout or set SKILLCTL_CONTAINER_DIR "
-            "to the folder holding the agent image's build context"
-        )
-    return path
+    package = Path(__file__).resolve().parents[1]
+    candidates = [Path(override)] if override else [package / "_container", package.parent / "container"]
+    for path in candidates:
+        if (path / "Dockerfile").is_file():
+            return path
+    raise SandboxError(
+        f"no Dockerfile in {' or '.join(str(p) for p in candidates)}: reinstall skillctl, or set "
+        "SKILLCTL_CONTAINER_DIR to the folder holding the agent image's build context"
+    )
 
 
 def debian_suite() -> str:
