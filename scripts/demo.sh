@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+export PATH="${SKILLCTL_VENV:-$PWD/.venv}/bin:$PATH"
 
 export SKILLCTL_REGISTRY="${SKILLCTL_REGISTRY:-$PWD/.skillctl/registry}"
 MODEL="${SKILLCTL_MODEL:-script:examples/demo/demo.script.yaml}"

@@ -1,14 +1,27 @@
 #!/usr/bin/env bash
 # Set up everything skillctl needs on a fresh Debian machine (run as root; no input needed):
-# Debian packages, the Python package with its test extras, a running Docker Engine, and the
-# agent image (built offline with debootstrap; skipped when the recipe's image already exists).
-# Idempotent: a second run only checks.
+# Debian packages, a project virtual environment (.venv) holding this package with its test
+# extras, a running Docker Engine, and the agent image (built offline with debootstrap; skipped
+# when the recipe's image already exists). Idempotent: a second run only checks.
+#
+# Python: the venv is made from the first `python3` on PATH (on a stock Debian 12 that is
+# /usr/bin/python3, whose pip refuses system-wide installs — PEP 668 — which is why nothing is
+# ever installed outside .venv). Set PYTHON to choose another interpreter, SKILLCTL_VENV to put
+# the venv elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
+PY_SYS="${PYTHON:-python3}"
+VENV="${SKILLCTL_VENV:-$PWD/.venv}"
+
 need_apt=()
+command -v "$PY_SYS" >/dev/null 2>&1 || need_apt+=(python3)
+# Debian splits venv/ensurepip out of python3; without it `python3 -m venv` fails.
+if ! command -v "$PY_SYS" >/dev/null 2>&1 || ! "$PY_SYS" -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    need_apt+=(python3-venv)
+fi
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 # OCI registry tests run Debian's distribution server (with htpasswd auth; openssl signs test tokens)
@@ -24,11 +37,19 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
     service docker-registry stop >/dev/null 2>&1 || true
 fi
 
-PY="${PYTHON:-python3}"
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import sys' >/dev/null 2>&1; then
+    log "creating the project virtual environment $VENV (from $(command -v "$PY_SYS"))"
+    rm -rf "$VENV"
+    "$PY_SYS" -m venv "$VENV"
+fi
+PY="$VENV/bin/python"
 if ! "$PY" -c 'import skillctl, pytest, hypothesis' >/dev/null 2>&1 \
-   || [ "$("$PY" -c 'import skillctl, pathlib; print(pathlib.Path(skillctl.__file__).resolve().parent.parent)')" != "$(pwd -P)" ]; then
-    log "installing skillctl (editable) with test extras"
+   || [ "$("$PY" -c 'import skillctl, pathlib; print(pathlib.Path(skillctl.__file__).resolve().parent.parent)')" != "$(pwd -P)" ] \
+   || [ pyproject.toml -nt "$VENV/.skillctl-installed" ]; then
+    log "installing skillctl (editable) with its test extras into $VENV"
+    "$PY" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
     "$PY" -m pip install -q --disable-pip-version-check -e '.[test]'
+    touch "$VENV/.skillctl-installed"
 fi
 
 if ! docker info >/dev/null 2>&1; then
@@ -40,4 +61,4 @@ fi
 
 log "ensuring the agent image (first build takes about a minute: debootstrap + docker build)"
 "$PY" -m skillctl.sandbox.image >/dev/null
-log "ready"
+log "ready: $VENV/bin/skillctl (activate with: source $VENV/bin/activate)"

@@ -3,4 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec python3 -m pytest -q -p no:cacheprovider "$@" tests
+VENV="${SKILLCTL_VENV:-$PWD/.venv}"
+# Tests start `skillctl` and `python3` as subprocesses: the venv's come first.
+export PATH="$VENV/bin:$PATH"
+exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" tests
