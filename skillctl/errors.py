@@ -11,6 +11,8 @@
     ├── LockError                 skills.yaml / skills.lock is missing, stale or invalid
     ├── SandboxError              the container (or local sandbox) cannot do what was asked
     │   └── SandboxTimeout        the host-side deadline for a call passed
+    ├── EnvError                  a skill environment cannot be declared, resolved or built
+    │   └── EnvIntegrityError     a package file's sha256 differs from the resolution or lock
     ├── ModelError                the model endpoint failed in a way the loop cannot absorb
     │   └── ContextTooLong        the conversation no longer fits the model
     └── ConfigError               a config / script / policy file is invalid
@@ -63,6 +65,14 @@ class SandboxError(SkillctlError):
 
 
 class SandboxTimeout(SandboxError):
+    pass
+
+
+class EnvError(SkillctlError):
+    pass
+
+
+class EnvIntegrityError(EnvError):
     pass
 
 

@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "lock": "lock:lock_cmd",
     "install": "lock:install_cmd",
     "image": "image:image",
+    "env": "env:env_group",
     "run": "run:run_cmd",
     "catalog": "run:catalog_cmd",
     "export": "run:export_cmd",

@@ -44,7 +44,9 @@ def _resolve_skills(reg, refs: tuple[str, ...], lock_path: Path | None):
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Approval policy file (YAML rules: pattern → allow|ask|deny).")
 @click.option("--sandbox", "sandbox_name", type=click.Choice(["docker", "local"]), default="docker", show_default=True, help="Where commands run.")
 @click.option("--allow-unsafe-local", is_flag=True, help="Permit --sandbox local (no isolation at all).")
-@click.option("--image", help="Agent image (default: the one `skillctl image build` makes, built on first use).")
+@click.option("--image", help="Agent image (default: the one `skillctl image build` makes, built on first use). Skill environments are layered on it.")
+@click.option("--index-url", envvar="SKILLCTL_INDEX_URL", metavar="URL", help="Package index for the skills' declared requirements. Env: SKILLCTL_INDEX_URL (else UV_INDEX_URL, PIP_INDEX_URL, PyPI).")
+@click.option("--allow-sdist", is_flag=True, help="Accept source distributions where no wheel fits (built in a throwaway container, never here).")
 @click.option("--memory", default="2g", show_default=True, help="Container memory limit.")
 @click.option("--cpus", default=1.0, show_default=True, type=float, help="Container CPU limit.")
 @click.option("--catalog-budget", type=click.IntRange(min=200), help="Characters the skills catalog may take in c1 (default: 2 % of --context-budget, i.e. 8,000 for 100k tokens).")
@@ -56,7 +58,7 @@ def _resolve_skills(reg, refs: tuple[str, ...], lock_path: Path | None):
 @format_option
 @library_errors
 def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, max_seconds, max_tokens, context_budget,
-            timeout_ms, approve, policy_path, sandbox_name, allow_unsafe_local, image, memory, cpus, catalog_budget,
+            timeout_ms, approve, policy_path, sandbox_name, allow_unsafe_local, image, index_url, allow_sdist, memory, cpus, catalog_budget,
             compact, subagents, output_dir, transcript_path, registry_url, fmt) -> None:
     """Run an agent on TASK with the given skills loaded into a sandbox.
 
@@ -87,7 +89,10 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
     if sandbox_name == "docker":
         from skillctl.sandbox.image import ensure_image
 
-        image = image or ensure_image(progress=progress)
+        from skillctl.env.prepare import run_image
+
+        image = run_image(resolved, reg, image or ensure_image(progress=progress), lock_path=lock_path, index=index_url,
+                          allow_sdist=allow_sdist, progress=progress)
         sandbox = open_sandbox("docker", image=image, memory=memory, cpus=cpus)
     else:
         sandbox = open_sandbox("local", allow_unsafe_local=allow_unsafe_local)

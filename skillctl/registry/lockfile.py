@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 
 from skillctl.bundle import read_bundle, sha256_digest, write_contents
+from skillctl.env.declare import project_declarations
 from skillctl.errors import IntegrityError, LockError, SkillctlError
 from skillctl.yamlfile import read_yaml
 from skillctl.protocols import ResolvedSkill
@@ -40,9 +41,15 @@ LOCK_FILE = "skills.lock"
 class Requirements:
     skills: dict[str, str]  # name -> range
     prereleases: bool = False
+    # skills.yaml's `environment:` section as written (checked by skillctl.env.declare);
+    # None when absent, so locks written before environments existed stay fresh.
+    environment: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"skills": dict(sorted(self.skills.items())), "prereleases": self.prereleases}
+        doc: dict[str, Any] = {"skills": dict(sorted(self.skills.items())), "prereleases": self.prereleases}
+        if self.environment is not None:
+            doc["environment"] = self.environment
+        return doc
 
 
 @dataclass(frozen=True)
@@ -73,13 +80,17 @@ class LockedSkill:
 class Lock:
     requirements: Requirements
     skills: tuple[LockedSkill, ...]
+    # The resolved skill environment (skillctl.env.lock writes and reads it); None without one.
+    environment: dict[str, Any] | None = None
 
     def to_json(self) -> str:
-        doc = {
+        doc: dict[str, Any] = {
             "lockfile_version": LOCK_VERSION,
             "requirements": self.requirements.to_dict(),
             "skills": {s.name: s.to_dict() for s in sorted(self.skills, key=lambda s: s.name)},
         }
+        if self.environment is not None:
+            doc["environment"] = self.environment
         return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
     def is_stale(self, current: Requirements) -> bool:
@@ -92,9 +103,9 @@ def load_requirements(path: Path) -> Requirements:
         doc = {}
     if not isinstance(doc, dict) or not isinstance(doc.get("skills", {}), dict):
         raise LockError(f"{path}: expected a mapping with 'skills: {{NAME: RANGE}}'")
-    unknown = set(doc) - {"skills", "prereleases"}
+    unknown = set(doc) - {"skills", "prereleases", "environment"}
     if unknown:
-        raise LockError(f"{path}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; allowed: skills, prereleases")
+        raise LockError(f"{path}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; allowed: skills, prereleases, environment")
     skills: dict[str, str] = {}
     for name, rng in (doc.get("skills") or {}).items():
         if not isinstance(name, str) or not NAME_RE.match(name):
@@ -111,7 +122,13 @@ def load_requirements(path: Path) -> Requirements:
     pre = doc.get("prereleases", False)
     if not isinstance(pre, bool):
         raise LockError(f"{path}: prereleases must be true or false")
-    return Requirements(skills, pre)
+    environment = doc.get("environment")
+    if environment is not None:
+        try:
+            project_declarations(environment, str(path))
+        except SkillctlError as exc:
+            raise LockError(str(exc)) from None
+    return Requirements(skills, pre, environment)
 
 
 def resolve_lock(req: Requirements, registry: Any, *, progress: Callable[[str], None] | None = None) -> Lock:
@@ -138,7 +155,10 @@ def read_lock(path: Path) -> Lock:
         if doc["lockfile_version"] != LOCK_VERSION:
             raise LockError(f"{path}: lockfile_version {doc['lockfile_version']} is not supported (expected {LOCK_VERSION})")
         r = doc["requirements"]
-        req = Requirements(dict(r["skills"]), bool(r.get("prereleases", False)))
+        req = Requirements(dict(r["skills"]), bool(r.get("prereleases", False)), r.get("environment"))
+        environment = doc.get("environment")
+        if environment is not None and not isinstance(environment, dict):
+            raise LockError(f"{path}: environment must be an object; regenerate it with: skillctl lock")
         skills = []
         for name, s in doc["skills"].items():
             if not isinstance(name, str) or not NAME_RE.match(name):
@@ -156,7 +176,7 @@ def read_lock(path: Path) -> Lock:
             )
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise LockError(f"{path} is malformed ({exc!r}); regenerate it with: skillctl lock") from None
-    return Lock(req, tuple(skills))
+    return Lock(req, tuple(skills), environment)
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -60,6 +60,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "SK235": ("warning", "folder nesting too deep"),
     "SK236": ("warning", "folder has too many entries to scan"),
     "SK241": ("warning", "metadata.version is not SemVer"),
+    "SK251": ("warning", "script imports a module that no declared requirement provides"),
+    "SK252": ("warning", "the skill's requirements declaration cannot be used"),
 }
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from skillctl.env.imports import check_folder
 from skillctl.errors import SkillError
 from skillctl.skill.diagnostics import Diagnostic
 from skillctl.skill.document import MAX_SKILL_MD_BYTES, SkillDocument, parse_skill_md
@@ -141,6 +142,7 @@ def check_skill(folder: Path, shown: str | None = None) -> SkillReport:
         folder_name = Path(os.path.abspath(folder)).name
         diags += check_front_matter(doc, folder_name, md_shown)
         diags += _body_checks(doc, md_shown, scan.paths, frozenset(scan.dirs))
+        diags += [Diagnostic(*found) for found in check_folder(folder, shown, scan.paths, folder_name)]
         raw_name = doc.metadata.get("name")
         name = raw_name if isinstance(raw_name, str) else None
         if not any(d.severity == "error" for d in diags):

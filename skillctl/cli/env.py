@@ -1,0 +1,250 @@
+"""``skillctl env``: skill environments — show, build, list, prune, infer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, progress, registry_option
+
+index_option = click.option(
+    "--index-url", "index", envvar="SKILLCTL_INDEX_URL", metavar="URL",
+    help="Package index (PEP 503 simple API) to resolve from. Env: SKILLCTL_INDEX_URL; "
+    "else UV_INDEX_URL or PIP_INDEX_URL; else PyPI.",
+)
+sdist_option = click.option(
+    "--allow-sdist", is_flag=True,
+    help="Accept source distributions where no wheel fits; they are built in a throwaway, "
+    "network-less container (never on this machine). Default: wheels only.",
+)
+image_option = click.option("--image", metavar="IMAGE", help="Agent image to build on (default: the one `skillctl image build` makes).")
+
+
+def _base_image(image: str | None) -> str:
+    from skillctl.sandbox.image import ensure_image
+
+    return image or ensure_image(progress=progress)
+
+
+def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Path | None):
+    """Declarations of REFs — skill folders (for authors) or registry references — plus the
+    project's skills.yaml environment when given."""
+    from skillctl.env.declare import Declarations, project_declarations, skill_declarations
+    from skillctl.env.imports import folder_reader
+    from skillctl.env.prepare import declarations_of
+    from skillctl.registry.lockfile import load_requirements
+
+    decl = Declarations()
+    if req_path is not None:
+        decl = decl + project_declarations(load_requirements(req_path).environment, str(req_path))
+    refs_in_registry = []
+    for ref in refs:
+        folder = Path(ref)
+        if (folder / "SKILL.md").is_file():
+            from skillctl.bundle import collect_files
+
+            files = [f.path for f in collect_files(folder)]
+            decl = decl + skill_declarations(folder.resolve().name, files, folder_reader(folder))
+        else:
+            refs_in_registry.append(ref)
+    if refs_in_registry:
+        reg = open_registry_for_cli(registry_url)
+        decl = decl + declarations_of([reg.resolve(r) for r in refs_in_registry], reg)
+    return decl
+
+
+def _locked(lock_path: Path):
+    from skillctl.env.prepare import locked_environment
+    from skillctl.errors import EnvError
+    from skillctl.registry.lockfile import read_lock
+
+    env = locked_environment(read_lock(lock_path), lock_path)
+    if env is None:
+        raise EnvError(f"{lock_path} has no environment section: nothing its skills or skills.yaml declare needs one")
+    return env
+
+
+@click.group("env")
+def env_group() -> None:
+    """Skill environments: the packages skills' scripts import, in an image layer.
+
+    Requirements come from PEP 723 blocks in a skill's scripts, its requirements.txt files and
+    the project's skills.yaml (`environment: {python: [...], debian: [...]}`). They are resolved
+    on this machine for the agent image's Python (wheels only by default), every file is pinned
+    by sha256, and an image with a venv at /opt/skills-env (first on PATH) is built from them
+    with no network. `skillctl run --skill …` does all of this by itself.
+    """
+
+
+_req_option = click.option("--requirements", "req_path", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+                           help="Also use this skills.yaml's `environment:` section.")
+_lock_option = click.option("--lock", "lock_path", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+                            help="Use the environment pinned in this skills.lock (nothing is re-resolved).")
+
+
+@env_group.command("show")
+@click.argument("refs", nargs=-1)
+@_req_option
+@_lock_option
+@click.option("--no-resolve", is_flag=True, help="Only list what is declared (no index, no Docker).")
+@index_option
+@sdist_option
+@image_option
+@registry_option
+@format_option
+@library_errors
+def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, registry_url, fmt) -> None:
+    """What REFs (skill folders or registry references) declare, merged in order, and what it
+    resolves to: exact versions with the sha256 of every file."""
+    from skillctl.env.prepare import resolve_environment
+    from skillctl.env.target import probe_image
+    from skillctl.sandbox.client import docker_client
+
+    if lock_path is not None:
+        env = _locked(lock_path)
+        decl, doc = env.declarations, env.to_dict()
+    else:
+        decl = _declarations(refs, registry_url, req_path)
+        doc = {"declared": decl.to_dict()}
+        if not no_resolve and not decl.empty:
+            base = _base_image(image)
+            client = docker_client()
+            env = resolve_environment(decl, probe_image(client, base), index=index, allow_sdist=allow_sdist,
+                                      base_image=base, client=client, progress=progress)
+            doc = env.to_dict()
+    if fmt == "json":
+        emit_json(doc)
+        return
+    if decl.empty:
+        click.echo("nothing declared: the agent image is used as it is")
+    for d in decl.requires_python:
+        click.echo(f"requires-python {d.requirement:<24} {d.owner}: {d.source}")
+    for d in decl.python:
+        click.echo(f"python  {d.requirement:<32} {d.owner}: {d.source}")
+    for d in decl.debian:
+        click.echo(f"debian  {d.requirement:<32} {d.owner}: {d.source}")
+    if "python" in doc:
+        target = doc["target"]
+        click.echo(f"resolved for Python {target['python']} ({target['machine']}, {target['libc']}) from {doc['index_url']}:")
+        for f in doc["python"]:
+            click.echo(f"  {f['name']}=={f['version']}  {f['filename']}  sha256:{f['sha256']}")
+        for d in doc["debian"]:
+            click.echo(f"  {d['package']}={d['version']}  {d['filename']}  sha256:{d['sha256']}")
+
+
+@env_group.command("build")
+@click.argument("refs", nargs=-1)
+@_req_option
+@_lock_option
+@click.option("--force", is_flag=True, help="Rebuild even when an image for this environment exists.")
+@index_option
+@sdist_option
+@image_option
+@registry_option
+@format_option
+@library_errors
+def build(refs, req_path, lock_path, force, index, allow_sdist, image, registry_url, fmt) -> None:
+    """Resolve, download (hash-checked) and build the environment image; print its tag."""
+    from skillctl.env.prepare import build_environment, resolve_environment
+    from skillctl.env.target import probe_image
+    from skillctl.errors import EnvError
+    from skillctl.sandbox.client import docker_client
+
+    base = _base_image(image)
+    client = docker_client()
+    if lock_path is not None:
+        env = _locked(lock_path)
+        target = probe_image(client, base)
+        if env.target != target:
+            raise EnvError(f"{lock_path} was resolved for Python {env.target.python} on {env.target.uv_platform}, "
+                           f"but {base} has Python {target.python} on {target.uv_platform}; run skillctl lock again")
+    else:
+        decl = _declarations(refs, registry_url, req_path)
+        env = resolve_environment(decl, probe_image(client, base), index=index, allow_sdist=allow_sdist,
+                                  base_image=base, client=client, progress=progress)
+    tag = build_environment(env, client, base, progress=progress, force=force)
+    if fmt == "json":
+        emit_json({"image": tag, "base": base, **env.to_dict()})
+    else:
+        click.echo(tag)
+
+
+@env_group.command("list")
+@format_option
+@library_errors
+def list_cmd(fmt) -> None:
+    """Environment images on this Docker Engine (only those skillctl built), newest first."""
+    from skillctl.env.build import list_env_images
+    from skillctl.sandbox.client import docker_client
+
+    images = list_env_images(docker_client())
+    if fmt == "json":
+        emit_json(images)
+        return
+    if not images:
+        click.echo("no environment images")
+    for item in images:
+        tags = ", ".join(item["tags"]) or "<untagged>"
+        click.echo(f"{tags:<26} {item['size'] / 1e6:8.1f} MB  {item['created'][:19]}  {' '.join(item['packages'])}")
+
+
+@env_group.command("prune")
+@click.option("--all", "everything", is_flag=True, help="Remove every environment image, not only those built on an older agent image.")
+@image_option
+@format_option
+@library_errors
+def prune(everything, image, fmt) -> None:
+    """Remove environment images skillctl built (found by label; nothing else is touched).
+
+    By default only images built on an agent image other than the current one go; images a
+    container still uses are kept and reported.
+    """
+    from skillctl.env.build import prune_env_images
+    from skillctl.sandbox.client import docker_client
+
+    client = docker_client()
+    keep = None
+    if not everything:
+        from skillctl.sandbox.image import recipe
+
+        try:
+            keep = client.images.get(image or recipe().tag).id
+        except Exception:
+            keep = None  # no current agent image: every environment image is outdated
+    removed, busy = prune_env_images(client, keep_base=keep, everything=everything)
+    if fmt == "json":
+        emit_json({"removed": removed, "in_use": busy})
+        return
+    click.echo(f"removed {len(removed)} environment image(s)" + (f"; {len(busy)} in use, kept" if busy else ""))
+
+
+@env_group.command("infer")
+@click.argument("skill", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--as", "style", type=click.Choice(["pep723", "requirements"]), default="pep723", show_default=True,
+              help="Print a PEP 723 block to paste at the top of a script, or requirements.txt lines.")
+@format_option
+@library_errors
+def infer(skill, style, fmt) -> None:
+    """Suggest the declaration for SKILL (a folder): what it declares plus what its scripts
+    import that nothing declares (by the import-name → distribution map; stdlib and the
+    skill's own modules left out). Review the result: versions are for you to bound."""
+    from skillctl.bundle import collect_files
+    from skillctl.env.imports import infer as infer_imports
+
+    files = [f.path for f in collect_files(skill)]
+    result = infer_imports(skill, skill.resolve().name, files)
+    if fmt == "json":
+        emit_json({
+            "declared": list(result.declared), "missing": list(result.missing),
+            "imports": [{"module": u.module, "distribution": u.distribution, "file": u.file, "line": u.line}
+                        for u in result.uses],
+            "pep723": result.pep723_block(), "requirements": result.requirements(),
+        })
+        return
+    if style == "requirements":
+        click.echo("\n".join(result.requirements()))
+    else:
+        click.echo(result.pep723_block(), nl=False)
+    for u in result.uses:
+        progress(f"{skill}/{u.file}:{u.line}: imports {u.module} -> {u.distribution}")

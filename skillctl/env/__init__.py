@@ -1,0 +1,16 @@
+"""Skill environments: the packages a skill's scripts import, resolved on the host, pinned,
+verified and installed into an image layer on the agent image — offline at run time.
+
+    declare    where requirements come from (PEP 723, requirements.txt, skills.yaml)
+    imports    which modules scripts import that nothing declares (validate's SK251, env infer)
+    target     the agent image's Python and platform, probed once per image
+    resolve    uv resolves for that target: exact versions, one wheel each, sha256 (pylock.toml)
+    debian     Debian packages and their dependencies from the configured mirror (apt on the host)
+    files      downloads into a content-addressed cache, every byte checked against its sha256
+    build      the environment image: a venv at /opt/skills-env (first on PATH) and the .debs,
+               built with ``--network none`` from files checked on the host
+    lock       the environment section of skills.lock and the pylock file it pins by digest
+    prepare    the one call ``skillctl run`` makes: skills in, image reference out
+
+Submodules are imported on use; importing this package costs nothing.
+"""

@@ -1,0 +1,205 @@
+"""The environment image: a layer on the agent image with a venv and Debian packages.
+
+Built with ``docker build --network none`` from a context that holds only files already checked
+on the host: the wheels (and .debs) from the verified cache, a requirements file pinning each
+wheel by sha256, and uv's binary (the same one that resolved; it installs, then is left behind in
+a build stage). Nothing is downloaded during the build and nothing is pulled.
+
+    stage 1 (venv): uv makes /opt/skills-env with the image's own python3 and installs the
+                    wheels --offline --no-index --require-hashes --no-deps, byte-compiled
+    stage 2:        the agent image + the .debs (dpkg -i, then setuid/setgid bits removed,
+                    as the agent image does) + /opt/skills-env copied from stage 1;
+                    PATH starts with /opt/skills-env/bin; the user is the agent image's again
+
+The image is tagged ``skillctl-env:<hash12>`` where the hash covers the agent image id, every
+file's sha256, the build recipe and uv's version; an image with that label is reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skillctl.errors import EnvError
+
+Progress = Callable[[str], None]
+
+ENV_REPO = "skillctl-env"
+VENV = "/opt/skills-env"
+LABEL_ENV = "org.skillctl.env"  # the environment hash
+LABEL_BASE = "org.skillctl.env.base"  # the agent image id it was built on
+LABEL_PACKAGES = "org.skillctl.env.packages"  # "name==version …" for people
+# On the build stage that holds uv and the wheels; it is removed after the build.
+LABEL_STAGE = "org.skillctl.env.stage"
+# Bump when the Dockerfile below changes meaning, so old images are not reused for it.
+RECIPE_VERSION = "1"
+
+_DOCKERFILE = """\
+ARG BASE
+FROM ${{BASE}} AS venv
+LABEL {stage_label}={digest}
+USER 0:0
+COPY uv /tmp/skillctl-build/uv
+COPY wheels/ /tmp/skillctl-build/wheels/
+COPY requirements.txt /tmp/skillctl-build/requirements.txt
+RUN /tmp/skillctl-build/uv venv --no-config --color never --no-python-downloads --python /usr/bin/python3 {venv} \\
+ && /tmp/skillctl-build/uv pip install --no-config --color never --offline --no-cache --no-index \\
+      --find-links /tmp/skillctl-build/wheels --require-hashes --no-deps --only-binary :all: \\
+      --link-mode copy --compile-bytecode --python {venv}/bin/python -r /tmp/skillctl-build/requirements.txt
+
+FROM ${{BASE}}
+USER 0:0
+{debs}COPY --from=venv {venv} {venv}
+ENV PATH={venv}/bin:${{PATH}} \\
+    VIRTUAL_ENV={venv}
+USER {user}
+"""
+
+_DEBS = """\
+COPY debs/ /tmp/skillctl-debs/
+RUN dpkg -i /tmp/skillctl-debs/*.deb && rm -rf /tmp/skillctl-debs \\
+ && find / -xdev -type f -perm /6000 -exec chmod ug-s {{}} + \\
+ && rm -rf /var/cache/apt/archives/* /var/lib/apt/lists/*
+"""
+
+
+@dataclass(frozen=True)
+class EnvFile:
+    """A verified local file and the sha256 it was checked against."""
+
+    path: Path
+    sha256: str
+    pin: str = ""  # "name==version" for wheels
+
+
+def env_hash(base_id: str, wheels: Sequence[EnvFile], debs: Sequence[EnvFile], uv: str) -> str:
+    doc = {
+        "base": base_id,
+        "wheels": sorted(f"{w.path.name} {w.sha256}" for w in wheels),
+        "debs": sorted(f"{d.path.name} {d.sha256}" for d in debs),
+        "recipe": RECIPE_VERSION,
+        "uv": uv,
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def find_env_image(client: Any, digest: str) -> Any | None:
+    images = client.images.list(filters={"label": f"{LABEL_ENV}={digest}"})
+    return max(images, key=lambda i: i.attrs.get("Created", "")) if images else None
+
+
+def _context(tmp: Path, wheels: Sequence[EnvFile], debs: Sequence[EnvFile], uv_bin: str, user: str, digest: str) -> None:
+    (tmp / "wheels").mkdir()
+    lines = []
+    for w in wheels:
+        shutil.copyfile(w.path, tmp / "wheels" / w.path.name)
+        lines.append(f"{w.pin} --hash=sha256:{w.sha256}")
+    (tmp / "requirements.txt").write_text("\n".join(sorted(lines)) + "\n", "utf-8")
+    shutil.copyfile(uv_bin, tmp / "uv")
+    (tmp / "uv").chmod(0o755)
+    debs_part = ""
+    if debs:
+        (tmp / "debs").mkdir()
+        for d in debs:
+            shutil.copyfile(d.path, tmp / "debs" / d.path.name)
+        debs_part = _DEBS.format()
+    (tmp / "Dockerfile").write_text(_DOCKERFILE.format(venv=VENV, debs=debs_part, user=user, stage_label=LABEL_STAGE, digest=digest), "utf-8")
+
+
+def build_env_image(
+    client: Any,
+    base_image: str,
+    wheels: Sequence[EnvFile],
+    debs: Sequence[EnvFile],
+    *,
+    uv_bin: str,
+    uv: str,
+    progress: Progress | None = None,
+    force: bool = False,
+) -> str:
+    """The environment image for these files on ``base_image`` (built only if missing)."""
+    say = progress or (lambda _line: None)
+    try:
+        base = client.images.get(base_image)
+    except Exception as exc:
+        raise EnvError(f"agent image {base_image} is not available ({exc}); run `skillctl image build`") from None
+    digest = env_hash(base.id, wheels, debs, uv)
+    tag = f"{ENV_REPO}:{digest[:12]}"
+    existing = None if force else find_env_image(client, digest)
+    if existing is not None:
+        say(f"environment image {tag} is up to date")
+        return tag
+    user = (base.attrs.get("Config") or {}).get("User") or "0:0"
+    packages = " ".join(sorted(w.pin for w in wheels) + sorted(d.pin for d in debs))
+    say(f"building environment image {tag} ({len(wheels)} wheel(s), {len(debs)} Debian package(s), no network)")
+    with tempfile.TemporaryDirectory(prefix="skillctl-env-build-", dir="/var/tmp") as tmp:
+        _context(Path(tmp), wheels, debs, uv_bin, user, digest)
+        stream = client.api.build(
+            path=tmp, tag=tag, buildargs={"BASE": base.id}, network_mode="none", pull=False, rm=True, forcerm=True,
+            labels={LABEL_ENV: digest, LABEL_BASE: base.id, LABEL_PACKAGES: packages[:4000]}, decode=True,
+        )
+        for event in stream:
+            if "error" in event:
+                detail = str(event.get("error", "")).strip().splitlines()[-1:] or ["unknown error"]
+                raise EnvError(f"building environment image {tag} failed: {detail[0]}")
+            text = str(event.get("stream", "")).rstrip()
+            for line in text.splitlines():
+                if line.strip():
+                    say(f"  {line}")
+    _remove_stage(client, digest)
+    return tag
+
+
+def _remove_stage(client: Any, digest: str) -> None:
+    """Drop the build stage (uv + wheels, ~2x the environment) left behind as an untagged image."""
+    import docker.errors
+
+    for image in client.images.list(filters={"label": f"{LABEL_STAGE}={digest}", "dangling": True}):
+        try:
+            client.images.remove(image.id)
+        except docker.errors.APIError:
+            pass  # in use by a concurrent identical build: it is removed by that build or by prune
+
+
+def list_env_images(client: Any) -> list[dict[str, Any]]:
+    """Environment images this feature made (by label), newest first."""
+    out = []
+    for image in client.images.list(filters={"label": LABEL_ENV}):
+        labels = (image.attrs.get("Config") or {}).get("Labels") or {}
+        out.append({
+            "id": image.id,
+            "tags": sorted(image.tags),
+            "env": labels.get(LABEL_ENV, ""),
+            "base": labels.get(LABEL_BASE, ""),
+            "packages": labels.get(LABEL_PACKAGES, "").split(),
+            "created": image.attrs.get("Created", ""),
+            "size": image.attrs.get("Size", 0),
+        })
+    out.sort(key=lambda item: item["created"], reverse=True)
+    return out
+
+
+def prune_env_images(client: Any, *, keep_base: str | None, everything: bool = False) -> tuple[list[str], list[str]]:
+    """Remove environment images (only those labelled as such). Without ``everything``, keep the
+    ones built on ``keep_base`` (the current agent image's id). Returns (removed, kept in use)."""
+    import docker.errors
+
+    removed: list[str] = []
+    busy: list[str] = []
+    for item in list_env_images(client):
+        if not everything and keep_base and item["base"] == keep_base:
+            continue
+        try:
+            client.images.remove(item["id"], force=False, noprune=False)
+            removed.append(item["id"])
+        except docker.errors.NotFound:
+            continue
+        except docker.errors.APIError:
+            busy.append(item["id"])  # a container uses it, or a tag is shared: leave it
+    return removed, busy

@@ -1,0 +1,266 @@
+"""Where an environment's requirements come from, merged in a fixed order.
+
+1. PEP 723 inline script metadata (``# /// script`` … ``# ///``) in any Python script of a skill:
+   ``dependencies`` and ``requires-python``;
+2. ``requirements.txt`` files anywhere inside a skill: plain requirement lines only — includes
+   (``-r``/``-c``), options, editable installs, URLs and local paths are refused, because they
+   would make the environment depend on something outside the skill and its index;
+3. the consuming project's ``skills.yaml``::
+
+       environment:
+         python: ["numpy>=1.26", "pandas"]   # for skills that declare nothing
+         debian: ["poppler-utils"]           # system tools some skills call
+
+Everything here only parses (``tomllib``, ``packaging``): no skill code is imported or run.
+Every declaration keeps its owner (a skill's name, or ``project``) and its source file so a
+conflict can name both sides.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+
+from skillctl.errors import EnvError
+
+PROJECT = "project"
+# The reference regular expression of PEP 723 ("Reference Implementation").
+PEP723_RE = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
+REQUIREMENTS_TXT = "requirements.txt"
+# Debian package names (Debian Policy 5.6.1), optionally "=VERSION" is not accepted: the
+# mirror's current version is what gets resolved and then locked.
+DEBIAN_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
+MAX_SCRIPT_BYTES = 2 * 1024 * 1024  # larger "scripts" are data, not something to read metadata from
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One requirement and who asked for it."""
+
+    requirement: str  # as packaging prints it: "numpy>=1.26", "markitdown[pdf]>=0.1.0"
+    owner: str  # a skill's name, or PROJECT
+    source: str  # "scripts/x.py (PEP 723)", "scripts/requirements.txt:3", "skills.yaml environment.python"
+
+    @property
+    def name(self) -> str:
+        return canonicalize_name(Requirement(self.requirement).name)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"requirement": self.requirement, "owner": self.owner, "source": self.source}
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """Everything an environment must provide, in merge order."""
+
+    python: tuple[Declared, ...] = ()
+    requires_python: tuple[Declared, ...] = ()  # requirement holds the specifier, e.g. ">=3.10"
+    debian: tuple[Declared, ...] = ()  # requirement holds the package name
+    scripts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # owner -> scripts seen
+
+    def __add__(self, other: "Declarations") -> "Declarations":
+        return Declarations(
+            self.python + other.python,
+            self.requires_python + other.requires_python,
+            self.debian + other.debian,
+            {**self.scripts, **other.scripts},
+        )
+
+    @property
+    def empty(self) -> bool:
+        return not self.python and not self.debian
+
+    def owners(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for d in self.python + self.debian + self.requires_python:
+            seen.setdefault(d.owner, None)
+        return list(seen)
+
+    def for_owners(self, owners: Iterable[str]) -> "Declarations":
+        keep = set(owners)
+        return Declarations(
+            tuple(d for d in self.python if d.owner in keep),
+            tuple(d for d in self.requires_python if d.owner in keep),
+            tuple(d for d in self.debian if d.owner in keep),
+            {k: v for k, v in self.scripts.items() if k in keep},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "python": [d.to_dict() for d in self.python],
+            "requires_python": [d.to_dict() for d in self.requires_python],
+            "debian": [d.to_dict() for d in self.debian],
+        }
+
+
+# ------------------------------------------------------------------------------ PEP 723
+
+
+def read_script_metadata(text: str, where: str) -> dict[str, Any] | None:
+    """The ``script`` block of a Python script as a table, None without one (PEP 723)."""
+    matches = [m for m in PEP723_RE.finditer(text) if m.group("type") == "script"]
+    if len(matches) > 1:
+        raise EnvError(f"{where}: more than one '# /// script' block; PEP 723 allows one — merge them")
+    if not matches:
+        return None
+    content = "".join(
+        line[2:] if line.startswith("# ") else line[1:]
+        for line in matches[0].group("content").splitlines(keepends=True)
+    )
+    try:
+        return tomllib.loads(content)
+    except tomllib.TOMLDecodeError as exc:
+        raise EnvError(f"{where}: the '# /// script' block is not valid TOML ({exc})") from None
+
+
+def parse_requirement(text: str, where: str) -> Requirement:
+    """A plain PEP 508 requirement; direct references (``name @ URL``) are refused."""
+    try:
+        req = Requirement(text)
+    except InvalidRequirement as exc:
+        raise EnvError(f"{where}: '{text}' is not a valid requirement ({exc})") from None
+    if req.url:
+        raise EnvError(
+            f"{where}: '{text}' names a URL; environments resolve from the package index only — "
+            "write the distribution name and a version range instead"
+        )
+    return req
+
+
+def _script_declarations(owner: str, rel: str, text: str) -> tuple[list[Declared], list[Declared]]:
+    where = f"{owner}: {rel}"
+    meta = read_script_metadata(text, where)
+    if meta is None:
+        return [], []
+    deps = meta.get("dependencies", [])
+    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+        raise EnvError(f"{where}: PEP 723 'dependencies' must be a list of strings")
+    source = f"{rel} (PEP 723)"
+    python = [Declared(str(parse_requirement(d, where)), owner, source) for d in deps]
+    pins = []
+    rp = meta.get("requires-python")
+    if rp is not None:
+        if not isinstance(rp, str):
+            raise EnvError(f"{where}: PEP 723 'requires-python' must be a string such as '>=3.10'")
+        try:
+            SpecifierSet(rp)
+        except InvalidSpecifier:
+            raise EnvError(f"{where}: requires-python '{rp}' is not a version specifier") from None
+        pins.append(Declared(rp, owner, source))
+    return python, pins
+
+
+# ------------------------------------------------------------------------------ requirements.txt
+
+_LOOKS_LIKE_PATH = re.compile(r"^(\.{1,2}/|/|~|[A-Za-z]:[\\/])|\.(whl|zip|tar\.gz|tgz|tar\.bz2)$")
+
+
+def parse_requirements_txt(owner: str, rel: str, text: str) -> list[Declared]:
+    """Plain requirement lines; anything that reaches outside the skill or the index is refused."""
+    out: list[Declared] = []
+    logical: list[tuple[int, str]] = []
+    pending, start = "", 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not pending:
+            start = number
+        if raw.endswith("\\"):
+            pending += raw[:-1] + " "
+            continue
+        logical.append((start, pending + raw))
+        pending = ""
+    if pending:
+        logical.append((start, pending))
+    for number, line in logical:
+        # A comment starts at "#" at the line start or after whitespace (pip's rule).
+        line = re.sub(r"(^|\s)#.*$", "", line).strip()
+        if not line:
+            continue
+        where = f"{owner}: {rel}:{number}"
+        if line.startswith("-"):
+            raise EnvError(
+                f"{where}: '{line.split()[0]}' is not allowed in a skill's requirements.txt (no -r/-c includes, "
+                "-e editable installs, index or other options); list plain requirements like 'numpy>=1.26'"
+            )
+        if "://" in line or _LOOKS_LIKE_PATH.search(line.split(";")[0].strip()):
+            raise EnvError(
+                f"{where}: '{line}' is a URL or a local path; a skill's requirements must come from the "
+                "package index — write the distribution name and a version range"
+            )
+        out.append(Declared(str(parse_requirement(line, where)), owner, f"{rel}:{number}"))
+    return out
+
+
+# ------------------------------------------------------------------------------ skills
+
+
+def is_python_script(rel: str, head: bytes) -> bool:
+    if rel.endswith(".py"):
+        return True
+    first = head.split(b"\n", 1)[0]
+    return first.startswith(b"#!") and b"python" in first
+
+
+def skill_declarations(owner: str, paths: Iterable[str], read: Callable[[str], bytes]) -> Declarations:
+    """What skill ``owner`` declares: PEP 723 blocks first, then its requirements.txt files.
+
+    ``paths`` are the skill's files (POSIX, relative to its root); ``read`` returns a file's bytes.
+    """
+    python: list[Declared] = []
+    pins: list[Declared] = []
+    reqs_txt: list[Declared] = []
+    scripts: list[str] = []
+    for rel in sorted(paths):
+        base = rel.rsplit("/", 1)[-1]
+        if base == REQUIREMENTS_TXT:
+            reqs_txt += parse_requirements_txt(owner, rel, _text(read(rel), f"{owner}: {rel}"))
+            continue
+        if rel.endswith((".md", ".txt", ".json", ".yaml", ".yml", ".csv")):
+            continue
+        data = read(rel)
+        if len(data) > MAX_SCRIPT_BYTES or not is_python_script(rel, data[:256]):
+            continue
+        scripts.append(rel)
+        deps, rp = _script_declarations(owner, rel, data.decode("utf-8", errors="replace"))
+        python += deps
+        pins += rp
+    return Declarations(tuple(python + reqs_txt), tuple(pins), (), {owner: tuple(scripts)})
+
+
+def _text(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise EnvError(f"{where}: not UTF-8 text") from None
+
+
+def project_declarations(environment: Any, where: str = "skills.yaml") -> Declarations:
+    """The ``environment:`` section of a project's skills.yaml (None or missing: nothing)."""
+    if environment is None:
+        return Declarations()
+    if not isinstance(environment, dict):
+        raise EnvError(f"{where}: environment must be a mapping with 'python' and/or 'debian' lists")
+    unknown = set(environment) - {"python", "debian"}
+    if unknown:
+        raise EnvError(f"{where}: environment: unknown key(s) {', '.join(sorted(map(str, unknown)))}; allowed: python, debian")
+    python: list[Declared] = []
+    debian: list[Declared] = []
+    for key, out in (("python", python), ("debian", debian)):
+        items = environment.get(key) or []
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            raise EnvError(f"{where}: environment.{key} must be a list of strings")
+        for item in items:
+            spot = f"{where}: environment.{key}"
+            if key == "python":
+                out.append(Declared(str(parse_requirement(item, spot)), PROJECT, f"{where} environment.python"))
+            elif not DEBIAN_NAME_RE.match(item):
+                raise EnvError(f"{spot}: '{item}' is not a Debian package name (lowercase letters, digits, + - .)")
+            else:
+                out.append(Declared(item, PROJECT, f"{where} environment.debian"))
+    return Declarations(tuple(python), (), tuple(debian), {})

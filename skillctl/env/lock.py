@@ -1,0 +1,108 @@
+"""The environment's part of a project lock.
+
+``skillctl lock`` writes the Python resolution as a PEP 751 lock beside ``skills.lock`` —
+``pylock.skills.toml`` (PEP 751 names are ``pylock.toml`` or ``pylock.<name>.toml``; the
+``skills`` name keeps it apart from a project's own ``pylock.toml``) — and an ``environment``
+section in ``skills.lock`` that pins that file by sha256 and lists the Debian packages with
+theirs::
+
+    "environment": {
+      "format": 1,
+      "inputs_digest": "sha256:…",          what was declared (skills + skills.yaml)
+      "declared": {...},                     the declarations themselves, for people
+      "target": {"python": "3.11.2", "machine": "x86_64", "libc": "glibc 2.36", "arch": "amd64"},
+      "index_url": "https://pypi.org/simple",
+      "pylock": "pylock.skills.toml", "pylock_digest": "sha256:…",
+      "debian": [{"package", "version", "arch", "filename", "url", "sha256", "size"}, …]
+    }
+
+Reading it back checks the pylock's digest first: a pylock edited by hand (or by another tool)
+is refused, and so is every file whose bytes differ from the sha256 the pylock names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from skillctl.env.declare import Declarations, Declared
+from skillctl.env.prepare import Environment
+from skillctl.env.resolve import Resolution, parse_pylock
+from skillctl.env.target import Target
+from skillctl.errors import EnvError, EnvIntegrityError
+
+FORMAT = 1
+PYLOCK_NAME = "pylock.skills.toml"
+
+
+def pylock_path(lock_path: Path) -> Path:
+    return lock_path.parent / PYLOCK_NAME
+
+
+def _sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def environment_section(env: Environment, lock_path: Path) -> dict[str, Any]:
+    """Write the pylock beside ``lock_path`` and return the section that pins it."""
+    from skillctl.registry.lockfile import write_atomic
+
+    section: dict[str, Any] = {
+        "format": FORMAT,
+        "inputs_digest": env.inputs_digest(),
+        "declared": env.declarations.to_dict(),
+        "target": env.target.to_dict(),
+        "index_url": env.python.index_url,
+        "debian": [d.to_dict() for d in env.debian],
+    }
+    if env.python.files:
+        path = pylock_path(lock_path)
+        write_atomic(path, env.python.pylock)
+        section["pylock"] = path.name
+        section["pylock_digest"] = _sha256(env.python.pylock.encode("utf-8"))
+    return section
+
+
+def _declarations(doc: Any, where: str) -> Declarations:
+    try:
+        parts = {key: tuple(Declared(str(d["requirement"]), str(d["owner"]), str(d["source"])) for d in doc.get(key, []))
+                 for key in ("python", "requires_python", "debian")}
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise EnvError(f"{where}: environment.declared is malformed ({exc!r}); regenerate it with: skillctl lock") from None
+    return Declarations(parts["python"], parts["requires_python"], parts["debian"])
+
+
+def environment_from_section(section: Any, lock_path: Path) -> Environment:
+    """The locked environment, with the pylock's digest checked against the lock."""
+    from skillctl.env.debian import DebianPackage
+
+    where = str(lock_path)
+    if not isinstance(section, dict) or section.get("format") != FORMAT:
+        raise EnvError(f"{where}: the environment section is missing its format {FORMAT}; regenerate it with: skillctl lock")
+    target = Target.from_dict(section.get("target"))
+    index = str(section.get("index_url", ""))
+    text = ""
+    files: tuple[Any, ...] = ()
+    if section.get("pylock"):
+        name = str(section["pylock"])
+        if "/" in name or name.startswith("."):
+            raise EnvError(f"{where}: environment.pylock must name a file beside the lock, got {name!r}")
+        path = lock_path.parent / name
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise EnvError(f"{path}: cannot read the environment's lock ({exc.strerror or exc}); run skillctl lock") from None
+        if _sha256(data) != section.get("pylock_digest"):
+            raise EnvIntegrityError(
+                f"{path} has digest {_sha256(data)[:19]}…, but {where} pins {str(section.get('pylock_digest'))[:19]}…; "
+                "refusing it — run skillctl lock to re-resolve on purpose"
+            )
+        text = data.decode("utf-8")
+        files = parse_pylock(text, target, str(path))
+    try:
+        debian = tuple(DebianPackage.from_dict(d) for d in section.get("debian", []))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise EnvError(f"{where}: environment.debian is malformed ({exc!r}); regenerate it with: skillctl lock") from None
+    decl = _declarations(section.get("declared") or {}, where)
+    return Environment(decl, Resolution(target, index, files, text), debian)

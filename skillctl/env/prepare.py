@@ -1,0 +1,247 @@
+"""From skills to an image: collect → resolve → fetch (verified) → build, as one call.
+
+``environment_image`` is what a run calls: given the skills it loads (and, optionally, the
+project's declarations or a lock's environment), it returns the image to start — the agent image
+itself when nothing is declared, otherwise the environment image, built on first use and reused
+after that. Every step reports progress through one callback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from skillctl.env.declare import Declarations, skill_declarations
+from skillctl.env.resolve import PackageFile, Resolution, resolve, uv_binary, uv_version
+from skillctl.env.target import Target, probe_image
+from skillctl.errors import EnvError
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A resolved environment: what was declared, for which target, and every pinned file."""
+
+    declarations: Declarations
+    python: Resolution
+    debian: tuple[Any, ...] = ()  # skillctl.env.debian.DebianPackage
+
+    @property
+    def target(self) -> Target:
+        return self.python.target
+
+    @property
+    def empty(self) -> bool:
+        return not self.python.files and not self.debian
+
+    def inputs_digest(self) -> str:
+        return digest_of(self.declarations.to_dict())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target.to_dict(),
+            "index_url": self.python.index_url,
+            "declared": self.declarations.to_dict(),
+            "python": [f.to_dict() for f in self.python.files],
+            "debian": [d.to_dict() for d in self.debian],
+        }
+
+
+def digest_of(doc: Any) -> str:
+    return "sha256:" + hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def declarations_of(skills: Sequence[Any], store: Any) -> Declarations:
+    """What each skill declares, read from its verified bundle (``store.fetch`` checks the
+    digest; ``read_bundle`` checks the archive)."""
+    from skillctl.bundle import read_bundle
+
+    total = Declarations()
+    for skill in skills:
+        contents = read_bundle(store.fetch(skill), expected_name=skill.name, source=f"{skill.name}@{skill.version}")
+        files = contents.files
+        total = total + skill_declarations(skill.name, list(files), lambda rel: bytes(files[rel]))
+    return total
+
+
+def resolve_environment(
+    decl: Declarations,
+    target: Target,
+    *,
+    index: str | None = None,
+    allow_sdist: bool = False,
+    refresh: bool = False,
+    base_image: str = "",
+    client: Any = None,
+    progress: Progress | None = None,
+) -> Environment:
+    python = resolve(decl, target, index=index, allow_sdist=allow_sdist, refresh=refresh, progress=progress)
+    debian: tuple[Any, ...] = ()
+    if decl.debian:
+        from skillctl.env.debian import resolve_debian
+
+        debian = tuple(resolve_debian(sorted({d.requirement for d in decl.debian}), target, client=client,
+                                      base_image=base_image, refresh=refresh, progress=progress))
+    return Environment(decl, python, debian)
+
+
+def build_environment(env: Environment, client: Any, base_image: str, *, progress: Progress | None = None,
+                      force: bool = False) -> str:
+    """Fetch every file (hash-checked) and build the environment image; return its tag."""
+    from skillctl.env.build import EnvFile, build_env_image
+    from skillctl.env.files import Wanted, ensure_files
+
+    if env.empty:
+        return base_image
+    if env.python.sdists:
+        from skillctl.env.sdist import build_sdists
+
+        wheels_files = build_sdists(env.python, client, base_image, progress=progress)
+    else:
+        wheels_files = list(env.python.wheels)
+    wanted = [Wanted(f.filename, f.url, f.sha256, f.size) for f in wheels_files] + [
+        Wanted(d.filename, d.url, d.sha256, d.size) for d in env.debian
+    ]
+    paths = ensure_files(wanted, progress=progress)
+    wheels = [EnvFile(p, f.sha256, f.pin) for p, f in zip(paths, wheels_files)]
+    debs = [EnvFile(p, d.sha256, d.pin) for p, d in zip(paths[len(wheels_files):], env.debian)]
+    uv = uv_binary()
+    return build_env_image(client, base_image, wheels, debs, uv_bin=uv, uv=uv_version(uv), progress=progress,
+                           force=force)
+
+
+def covers(files: Sequence[PackageFile], decl: Declarations, target: Target) -> list[str]:
+    """Requirements in ``decl`` that ``files`` do not satisfy (empty when all are covered)."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    have = {f.name: f.version for f in files}
+    env = target.marker_environment()
+    missing = []
+    for d in decl.python:
+        req = Requirement(d.requirement)
+        if req.marker is not None and not req.marker.evaluate(env):
+            continue
+        version = have.get(canonicalize_name(req.name))
+        if version is None or not req.specifier.contains(version, prereleases=True):
+            missing.append(f"{d.owner}: {d.requirement}")
+    return missing
+
+
+def environment_image(
+    skills: Sequence[Any],
+    store: Any,
+    *,
+    base_image: str,
+    project: Declarations | None = None,
+    locked: Environment | None = None,
+    index: str | None = None,
+    allow_sdist: bool = False,
+    client: Any = None,
+    progress: Progress | None = None,
+) -> str:
+    """The image a run with ``skills`` should start: ``base_image`` when nothing is declared,
+    else the environment image (resolved, fetched and built only when not cached).
+
+    With ``locked`` (a lock's environment) nothing is resolved: the locked files are used
+    exactly, and a skill that needs something the lock lacks is refused.
+    """
+    from skillctl.sandbox.client import docker_client
+
+    say = progress or (lambda _line: None)
+    decl = (project or Declarations()) + declarations_of(skills, store)
+    if locked is None and decl.empty:
+        return base_image
+    client = client or docker_client()
+    target = probe_image(client, base_image)
+    if locked is not None:
+        if locked.target != target:
+            raise EnvError(
+                f"the lock's environment was resolved for Python {locked.target.python} on {locked.target.uv_platform}, "
+                f"but the agent image has Python {target.python} on {target.uv_platform}; run skillctl lock again"
+            )
+        missing = covers(locked.python.files, decl, target)
+        lacking_debs = {d.requirement for d in decl.debian} - {p.package for p in locked.debian}
+        if missing or lacking_debs:
+            raise EnvError(
+                f"the lock's environment does not provide {', '.join(missing + sorted(lacking_debs))}; add the skill "
+                "to skills.yaml and run skillctl lock"
+            )
+        env = locked
+    else:
+        say(f"environment: {len(decl.python)} Python requirement(s), {len(decl.debian)} Debian package(s) "
+            f"declared by {', '.join(decl.owners())}")
+        env = resolve_environment(decl, target, index=index, allow_sdist=allow_sdist, base_image=base_image,
+                                  client=client, progress=progress)
+    return build_environment(env, client, base_image, progress=progress)
+
+
+# ------------------------------------------------------------------------------ project locks
+
+
+def lock_environment(
+    lock: Any,
+    store: Any,
+    lock_path: Any,
+    *,
+    base_image: str,
+    index: str | None = None,
+    allow_sdist: bool = False,
+    client: Any = None,
+    progress: Progress | None = None,
+) -> dict[str, Any] | None:
+    """Resolve the environment of a project lock (its skills + skills.yaml's ``environment``),
+    write the pylock beside ``lock_path`` and return the section for skills.lock (None when
+    nothing is declared)."""
+    from skillctl.env.declare import project_declarations
+    from skillctl.env.lock import environment_section
+    from skillctl.sandbox.client import docker_client
+
+    skills = [s.as_resolved() for s in sorted(lock.skills, key=lambda s: s.name)]
+    decl = project_declarations(lock.requirements.environment) + declarations_of(skills, store)
+    if decl.empty:
+        return None
+    client = client or docker_client()
+    target = probe_image(client, base_image)
+    env = resolve_environment(decl, target, index=index, allow_sdist=allow_sdist, refresh=True,
+                              base_image=base_image, client=client, progress=progress)
+    return environment_section(env, lock_path)
+
+
+def locked_environment(lock: Any, lock_path: Any, *, progress: Progress | None = None,
+                       fetch: bool = False) -> Environment | None:
+    """The environment a lock pins (pylock digest checked); with ``fetch`` every file is also
+    downloaded or re-hashed now, so a changed file fails here rather than at run time."""
+    from pathlib import Path
+
+    from skillctl.env.files import Wanted, ensure_files
+    from skillctl.env.lock import environment_from_section
+
+    if lock.environment is None:
+        return None
+    env = environment_from_section(lock.environment, Path(lock_path))
+    if fetch:
+        wanted = [Wanted(f.filename, f.url, f.sha256, f.size) for f in env.python.files] + [
+            Wanted(d.filename, d.url, d.sha256, d.size) for d in env.debian
+        ]
+        ensure_files(wanted, progress=progress)
+    return env
+
+
+def run_image(skills: Sequence[Any], store: Any, base_image: str, *, lock_path: Any = None, index: str | None = None,
+              allow_sdist: bool = False, progress: Progress | None = None) -> str:
+    """The image ``skillctl run`` starts for ``skills``: with a lock, exactly its environment;
+    otherwise what the skills declare (resolved and built on first use, cached after)."""
+    locked = None
+    if lock_path is not None:
+        from skillctl.registry.lockfile import read_lock
+
+        locked = locked_environment(read_lock(lock_path), lock_path)
+    if not skills and locked is None:
+        return base_image
+    return environment_image(skills, store, base_image=base_image, locked=locked, index=index,
+                             allow_sdist=allow_sdist, progress=progress)
