@@ -1,0 +1,69 @@
+"""Fixtures for skill environments: the loopback package index and isolated caches.
+
+The wheels are real (numpy, pandas, PyYAML… as published on PyPI for the agent image's Python),
+downloaded once by ``scripts/setup.sh`` into ``.cache/test-wheels`` and served here from a real
+HTTP index on 127.0.0.1 — tests resolve, hash and install them without leaving the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from package_index import PackageIndex  # noqa: E402
+
+from skillctl.env.target import Target  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+REAL = REPO / "tests" / "data" / "real-skills"
+WHEELS = Path(os.environ.get("SKILLCTL_TEST_WHEELS", REPO / ".cache" / "test-wheels"))
+# The agent image's interpreter (Debian 12's python3); tests that need Docker probe it instead.
+TARGET = Target("3.11.2", "x86_64", "glibc 2.36", "amd64")
+
+
+def real_skill(owner_repo: str, name: str) -> Path:
+    return REAL / owner_repo / "skills" / name
+
+
+@pytest.fixture(scope="session")
+def wheels_dir() -> Path:
+    if not any(WHEELS.glob("numpy-*.whl")):
+        message = f"no test wheels in {WHEELS}: run scripts/setup.sh (it downloads them once)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return WHEELS
+
+
+@pytest.fixture(scope="session")
+def index(wheels_dir):
+    with PackageIndex(wheels_dir) as served:
+        yield served
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    """A fresh skillctl cache (downloads, resolutions, uv's cache) for this test."""
+    path = tmp_path / "cache"
+    monkeypatch.setenv("SKILLCTL_CACHE_DIR", str(path))
+    for name in ("UV_INDEX_URL", "PIP_INDEX_URL", "SKILLCTL_INDEX_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory) -> Path:
+    """One cache for the Docker tests of a session: each wheel is downloaded once."""
+    return tmp_path_factory.mktemp("env-cache")
+
+
+def copy_skill(src: Path, dest_root: Path) -> Path:
+    dest = dest_root / src.name
+    shutil.copytree(src, dest)
+    return dest

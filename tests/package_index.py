@@ -1,0 +1,79 @@
+"""A real PEP 503 "simple" package index on loopback, serving a folder of wheels and sdists.
+
+The environment tests resolve and download through it exactly as from PyPI — project pages with
+``#sha256=`` fragments, files over HTTP — without leaving the machine. ``files`` maps a file name
+to the path served for it; a test may point one name at other bytes to play a tampered index
+(the page then publishes the new hash, as a compromised index would).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
+
+
+def project_of(filename: str) -> str:
+    if filename.endswith(".whl"):
+        return canonicalize_name(parse_wheel_filename(filename)[0])
+    return canonicalize_name(parse_sdist_filename(filename)[0])
+
+
+class PackageIndex:
+    def __init__(self, folder: Path | None = None) -> None:
+        self.files: dict[str, Path] = {}
+        if folder is not None:
+            for path in sorted(folder.iterdir()):
+                if path.name.endswith((".whl", ".tar.gz")):
+                    self.files[path.name] = path
+        self.requests: list[str] = []
+        index = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # quiet: tests read index.requests instead
+                pass
+
+            def do_GET(self) -> None:
+                index.requests.append(self.path)
+                parts = [p for p in self.path.split("?")[0].split("/") if p]
+                if parts == ["simple"]:
+                    names = sorted({project_of(f) for f in index.files})
+                    links = "".join(f'<a href="/simple/{n}/">{n}</a>\n' for n in names)
+                    return self._send(200, f"<!DOCTYPE html><html><body>\n{links}</body></html>", "text/html")
+                if len(parts) == 2 and parts[0] == "simple":
+                    wanted = canonicalize_name(parts[1])
+                    links = ""
+                    for name, path in sorted(index.files.items()):
+                        if project_of(name) == wanted:
+                            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+                            links += f'<a href="/files/{html.escape(name)}#sha256={digest}">{html.escape(name)}</a>\n'
+                    if not links:
+                        return self._send(404, "not found", "text/plain")
+                    return self._send(200, f"<!DOCTYPE html><html><body>\n{links}</body></html>", "text/html")
+                if len(parts) == 2 and parts[0] == "files" and parts[1] in index.files:
+                    return self._send(200, index.files[parts[1]].read_bytes(), "application/octet-stream")
+                return self._send(404, "not found", "text/plain")
+
+            def _send(self, status: int, body: str | bytes, ctype: str) -> None:
+                data = body.encode() if isinstance(body, str) else body
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> "PackageIndex":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
