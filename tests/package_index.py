@@ -37,6 +37,10 @@ class PackageIndex:
             def log_message(self, *args) -> None:  # quiet: tests read index.requests instead
                 pass
 
+            def do_HEAD(self) -> None:
+                self.head_only = True
+                self.do_GET()
+
             def do_GET(self) -> None:
                 index.requests.append(self.path)
                 parts = [p for p in self.path.split("?")[0].split("/") if p]
@@ -64,7 +68,8 @@ class PackageIndex:
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                if not getattr(self, "head_only", False):
+                    self.wfile.write(data)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple"

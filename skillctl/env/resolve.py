@@ -4,8 +4,8 @@
 pylock.toml`` resolves for the agent image's interpreter, not the host's, and writes a PEP 751
 lock: exact versions and, per package, the one file that fits the target with its URL, size and
 sha256. By default only wheels are accepted (``--only-binary :all:``): building a source
-distribution runs its code. uv never builds anything here (``--no-build``); with
-``allow_sdist`` a source distribution whose metadata is static may be chosen, and it is built
+distribution runs its code. With ``allow_sdist`` a source distribution may be chosen; uv reads
+its metadata from a static ``pyproject.toml`` without building it, and the build itself happens
 later in a throwaway container (``sdist``).
 
 A resolution is cached under the hash of its inputs (requirements, target, index, options, uv's
@@ -218,9 +218,11 @@ def _run_uv(lines: list[str], target: Target, index: str, allow_sdist: bool) -> 
             "--index-url", index, "--no-config", "--no-header", "--quiet",
             "--cache-dir", str(cache_dir() / "uv"),
         ]
-        # --only-binary implies that nothing is built; --no-build lets uv pick a source
-        # distribution whose metadata is static, still without running any of its code.
-        cmd += ["--only-binary", ":all:"] if not allow_sdist else ["--no-build"]
+        # Wheels only by default. With allow_sdist uv may choose a source distribution; it reads
+        # the metadata of one with a static pyproject.toml without building it (a dynamic one
+        # would be built here to learn its dependencies — see the README's known gaps).
+        if not allow_sdist:
+            cmd += ["--only-binary", ":all:"]
         # Only our options count: a user's UV_*/PIP_* settings (extra indexes, find-links,
         # constraints) must not change what a skill environment resolves to.
         env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_"))}
