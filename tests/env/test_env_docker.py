@@ -1,0 +1,156 @@
+"""Environment images and runs in the real engine: skills' declared packages import in the
+container with the network off. Wheels come from the loopback index; images are tagged by the
+environment's hash, so later sessions reuse them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from skillctl.cli import cli
+
+from .conftest import copy_skill, real_skill
+
+pytestmark = [pytest.mark.requires_docker, pytest.mark.slow]
+
+
+@pytest.fixture
+def project(tmp_path, index, shared_cache, agent_image):
+    """A registry folder and a CLI environment that resolves from the loopback index."""
+    env = {
+        "SKILLCTL_REGISTRY": str(tmp_path / "reg"),
+        "SKILLCTL_CACHE_DIR": str(shared_cache),
+        "SKILLCTL_INDEX_URL": index.url,
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "OPENAI_BASE_URL": "", "OPENAI_API_KEY": "", "SKILLCTL_MODEL": "",
+    }
+    return env
+
+
+def invoke(env, *args):
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def publish(env, folder: Path, *extra: str):
+    result = invoke(env, "publish", str(folder), *extra)
+    assert result.exit_code == 0, result.output
+
+
+def make_skill(root: Path, name: str, script: str, extra: dict[str, str] | None = None) -> Path:
+    skill = root / name
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Test skill {name}.\nmetadata:\n  version: \"1.0.0\"\n---\nRun scripts/run.py.\n")
+    (skill / "scripts" / "run.py").write_text(script)
+    (skill / "scripts" / "run.py").chmod(0o755)
+    for rel, text in (extra or {}).items():
+        (skill / rel).write_text(text)
+    return skill
+
+
+def scripted(tmp_path: Path, commands: list[str]) -> str:
+    path = tmp_path / "model.yaml"
+    path.write_text(yaml.safe_dump({"steps": [{"shell": commands}, {"answer": "done"}]}), "utf-8")
+    return f"script:{path}"
+
+
+def run_outputs(env, tmp_path, *args, commands):
+    transcript = tmp_path / "t.jsonl"
+    result = invoke(env, "run", *args, "--model", scripted(tmp_path, commands), "--transcript", str(transcript),
+                    "--format", "json", "task")
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in transcript.read_text().splitlines()]
+    outputs = [o["stdout"] + o["stderr"] for r in records for o in (r.get("details") or {}).get("output", [])]
+    return result, "\n".join(outputs)
+
+
+def test_pep723_skill_imports_numpy_and_yaml_in_the_container_network_off(project, tmp_path):
+    skill = make_skill(tmp_path, "stats", (
+        "#!/usr/bin/env python3\n# /// script\n# dependencies = [\"numpy\", \"pyyaml\"]\n# ///\n"
+        "import socket, numpy, yaml\n"
+        "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2); net = 'on'\n"
+        "except OSError:\n    net = 'off'\n"
+        "print(yaml.safe_dump({'mean': float(numpy.mean([1, 2, 3, 6])), 'network': net}).strip())\n"
+    ))
+    publish(project, skill)
+    result, outputs = run_outputs(project, tmp_path, "--skill", "stats",
+                                  commands=["python3 /skills/stats/scripts/run.py", "/skills/stats/scripts/run.py"])
+    assert outputs.count("mean: 3.0") == 2 and "network: 'off'" in outputs  # via PATH and via the shebang
+    assert "building environment image skillctl-env:" in result.stderr or "is up to date" in result.stderr
+    again = invoke(project, "env", "build", "stats", "--format", "json")
+    assert again.exit_code == 0 and "is up to date" in again.stderr, again.output
+    doc = json.loads(again.stdout)
+    assert doc["image"].startswith("skillctl-env:") and {p["name"] for p in doc["python"]} == {"numpy", "pyyaml"}
+
+
+def test_requirements_txt_skill_and_project_declared_packages(project, tmp_path):
+    skill = make_skill(tmp_path, "dates", (
+        "#!/usr/bin/env python3\nimport dateutil.parser, six\nprint(dateutil.parser.parse('2024-02-29').date(), six.PY3)\n"
+    ), {"scripts/requirements.txt": "python-dateutil\n"})
+    publish(project, skill)
+    (tmp_path / "skills.yaml").write_text("skills:\n  dates: ^1\nenvironment:\n  python: ['six==1.16.0']\n")
+    lock = tmp_path / "skills.lock"
+    made = invoke(project, "lock", "--requirements", str(tmp_path / "skills.yaml"), "--lock", str(lock))
+    assert made.exit_code == 0 and "with its environment" in made.output, made.output
+    section = json.loads(lock.read_text())["environment"]
+    assert section["pylock"] == "pylock.skills.toml" and section["pylock_digest"].startswith("sha256:")
+    pylock = (tmp_path / "pylock.skills.toml").read_text()
+    assert 'name = "six"\nversion = "1.16.0"' in pylock and 'name = "python-dateutil"' in pylock
+    _, outputs = run_outputs(project, tmp_path, "--lock", str(lock), commands=["python3 /skills/dates/scripts/run.py"])
+    assert "2024-02-29 True" in outputs
+
+
+def test_a_lock_refuses_a_wheel_whose_bytes_changed_on_the_index(project, tmp_path, index, monkeypatch):
+    skill = make_skill(tmp_path, "pinned", "#!/usr/bin/env python3\nimport six\n",
+                       {"scripts/requirements.txt": "six==1.16.0\n"})
+    publish(project, skill)
+    (tmp_path / "skills.yaml").write_text("skills:\n  pinned: ^1\n")
+    lock = tmp_path / "skills.lock"
+    assert invoke(project, "lock", "--requirements", str(tmp_path / "skills.yaml"), "--lock", str(lock)).exit_code == 0
+    name = next(n for n in index.files if n.startswith("six-1.16.0"))
+    original = index.files[name]
+    data = bytearray(original.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (tmp_path / name).write_bytes(bytes(data))
+    other_machine = dict(project, SKILLCTL_CACHE_DIR=str(tmp_path / "fresh-cache"))
+    index.files[name] = tmp_path / name
+    try:
+        refused = invoke(other_machine, "install", "--frozen", "--requirements", str(tmp_path / "skills.yaml"),
+                         "--lock", str(lock), "-o", str(tmp_path / "out"))
+    finally:
+        index.files[name] = original
+    assert refused.exit_code == 1 and "is pinned; refusing it" in refused.stderr, refused.output
+    assert not (tmp_path / "out").exists()
+    ok = invoke(other_machine, "install", "--frozen", "--requirements", str(tmp_path / "skills.yaml"),
+                "--lock", str(lock), "-o", str(tmp_path / "out"))
+    assert ok.exit_code == 0, ok.output
+    (tmp_path / "pylock.skills.toml").write_text((tmp_path / "pylock.skills.toml").read_text() + "\n")
+    edited = invoke(other_machine, "install", "--frozen", "--requirements", str(tmp_path / "skills.yaml"),
+                    "--lock", str(lock), "-o", str(tmp_path / "out2"))
+    assert edited.exit_code == 1 and "pylock.skills.toml has digest" in edited.stderr, edited.output
+
+
+def test_skill_needing_a_newer_python_is_refused_before_anything_starts(project, tmp_path):
+    publish(project, copy_skill(real_skill("getsentry+skills", "skill-writer"), tmp_path), "--version", "1.0.0")
+    result = invoke(project, "run", "--skill", "skill-writer", "--model", scripted(tmp_path, ["true"]), "task")
+    assert result.exit_code == 1
+    assert ("skill-writer: scripts/quick_validate.py (PEP 723) requires Python >=3.12, but the agent image has "
+            "Python 3.11.2") in result.stderr
+
+
+def test_real_excel_skill_converts_a_workbook_offline_with_pandas(project, tmp_path):
+    """awesome-copilot's convert-excel-to-md declares markitdown[xlsx] in its own
+    requirements.txt; its script runs MarkItDown, which reads the workbook with pandas."""
+    publish(project, copy_skill(real_skill("github+awesome-copilot", "convert-excel-to-md"), tmp_path), "--version", "1.0.0")
+    make_book = (
+        "python3 -c \"import openpyxl; wb = openpyxl.Workbook(); ws = wb.active; ws.title = 'Sales'; "
+        "ws.append(['region', 'units']); ws.append(['north', 12]); ws.append(['south', 30]); wb.save('book.xlsx')\""
+    )
+    convert = "python3 /skills/convert-excel-to-md/scripts/convert_excel_to_md.py book.xlsx -o out && cat out/book.md"
+    check = "python3 -c \"import pandas, numpy, socket; print('pandas', pandas.__version__)\""
+    _, outputs = run_outputs(project, tmp_path, "--skill", "convert-excel-to-md", commands=[f"{make_book} && {convert} && {check}"])
+    assert "## Sales" in outputs and "north" in outputs and "| 30" in outputs, outputs[:2000]
+    assert "pandas " in outputs
