@@ -142,6 +142,7 @@ def build_env_image(
         _context(Path(tmp), wheels, debs, uv_bin, user, digest)
         stream = client.api.build(
             path=tmp, tag=tag, buildargs={"BASE": base.id}, network_mode="none", pull=False, rm=True, forcerm=True,
+            nocache=force,
             labels={LABEL_ENV: digest, LABEL_BASE: base.id, LABEL_PACKAGES: packages[:4000]}, decode=True,
         )
         for event in stream:
