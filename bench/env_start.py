@@ -79,7 +79,7 @@ def main() -> int:
             env = resolve_environment(decl, probe_image(client, base), index=index.url, base_image=base, client=client)
             tag = build_environment(env, client, base, progress=say, force=True)
             cold_s = time.perf_counter() - started
-            size_mb = sum(f.size or 0 for f in env.python.files) / 1e6
+            size_mb = sum((wheels / f.filename).stat().st_size for f in env.python.files) / 1e6
 
             def start(image_of):
                 t0 = time.perf_counter()

@@ -78,11 +78,13 @@ class EnvFile:
     pin: str = ""  # "name==version" for wheels
 
 
-def env_hash(base_id: str, wheels: Sequence[EnvFile], debs: Sequence[EnvFile], uv: str) -> str:
+def env_hash(base_id: str, wheels: Sequence[tuple[str, str]], debs: Sequence[tuple[str, str]], uv: str) -> str:
+    """The environment's identity from (file name, sha256) pairs: known from the resolution or
+    the lock before any file is read, so a cached image is found without hashing anything."""
     doc = {
         "base": base_id,
-        "wheels": sorted(f"{w.path.name} {w.sha256}" for w in wheels),
-        "debs": sorted(f"{d.path.name} {d.sha256}" for d in debs),
+        "wheels": sorted(f"{name} {sha}" for name, sha in wheels),
+        "debs": sorted(f"{name} {sha}" for name, sha in debs),
         "recipe": RECIPE_VERSION,
         "uv": uv,
     }
@@ -112,29 +114,31 @@ def _context(tmp: Path, wheels: Sequence[EnvFile], debs: Sequence[EnvFile], uv_b
     (tmp / "Dockerfile").write_text(_DOCKERFILE.format(venv=VENV, debs=debs_part, user=user, stage_label=LABEL_STAGE, digest=digest), "utf-8")
 
 
-def build_env_image(
-    client: Any,
-    base_image: str,
-    wheels: Sequence[EnvFile],
-    debs: Sequence[EnvFile],
-    *,
-    uv_bin: str,
-    uv: str,
-    progress: Progress | None = None,
-    force: bool = False,
-) -> str:
-    """The environment image for these files on ``base_image`` (built only if missing)."""
-    say = progress or (lambda _line: None)
+def existing_env_image(client: Any, base_image: str, digest_of: Callable[[str], str], force: bool) -> tuple[Any, str, str | None]:
+    """(base image, environment hash, tag of an existing image or None)."""
     try:
         base = client.images.get(base_image)
     except Exception as exc:
         raise EnvError(f"agent image {base_image} is not available ({exc}); run `skillctl image build`") from None
-    digest = env_hash(base.id, wheels, debs, uv)
+    digest = digest_of(base.id)
     tag = f"{ENV_REPO}:{digest[:12]}"
-    existing = None if force else find_env_image(client, digest)
-    if existing is not None:
-        say(f"environment image {tag} is up to date")
-        return tag
+    return base, digest, (None if force or find_env_image(client, digest) is None else tag)
+
+
+def build_env_image(
+    client: Any,
+    base: Any,
+    digest: str,
+    wheels: Sequence[EnvFile],
+    debs: Sequence[EnvFile],
+    *,
+    uv_bin: str,
+    progress: Progress | None = None,
+    force: bool = False,
+) -> str:
+    """Build the environment image ``digest`` from these verified files on ``base``."""
+    say = progress or (lambda _line: None)
+    tag = f"{ENV_REPO}:{digest[:12]}"
     user = (base.attrs.get("Config") or {}).get("User") or "0:0"
     packages = " ".join(sorted(w.pin for w in wheels) + sorted(d.pin for d in debs))
     say(f"building environment image {tag} ({len(wheels)} wheel(s), {len(debs)} Debian package(s), no network)")

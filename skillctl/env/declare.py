@@ -218,12 +218,15 @@ def skill_declarations(owner: str, paths: Iterable[str], read: Callable[[str], b
     scripts: list[str] = []
     for rel in sorted(paths):
         base = rel.rsplit("/", 1)[-1]
+        if base != REQUIREMENTS_TXT and rel.endswith((".md", ".txt", ".json", ".yaml", ".yml", ".csv")):
+            continue
+        try:
+            data = read(rel)
+        except OSError:
+            continue  # unreadable: the validator reports it (SK234), packing refuses it
         if base == REQUIREMENTS_TXT:
-            reqs_txt += parse_requirements_txt(owner, rel, _text(read(rel), f"{owner}: {rel}"))
+            reqs_txt += parse_requirements_txt(owner, rel, _text(data, f"{owner}: {rel}"))
             continue
-        if rel.endswith((".md", ".txt", ".json", ".yaml", ".yml", ".csv")):
-            continue
-        data = read(rel)
         if len(data) > MAX_SCRIPT_BYTES or not is_python_script(rel, data[:256]):
             continue
         scripts.append(rel)

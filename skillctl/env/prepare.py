@@ -91,12 +91,22 @@ def resolve_environment(
 
 def build_environment(env: Environment, client: Any, base_image: str, *, progress: Progress | None = None,
                       force: bool = False) -> str:
-    """Fetch every file (hash-checked) and build the environment image; return its tag."""
-    from skillctl.env.build import EnvFile, build_env_image
+    """The environment image's tag: found by the environment's hash when it exists, otherwise
+    every file is fetched (hash-checked) and the image built."""
+    from skillctl.env.build import EnvFile, build_env_image, env_hash, existing_env_image
     from skillctl.env.files import Wanted, ensure_files
 
     if env.empty:
         return base_image
+    say = progress or (lambda _line: None)
+    uv = uv_binary()
+    pairs = [(f.filename, f.sha256) for f in env.python.files]
+    deb_pairs = [(d.filename, d.sha256) for d in env.debian]
+    base, digest, tag = existing_env_image(client, base_image, lambda base_id: env_hash(base_id, pairs, deb_pairs, uv_version(uv)),
+                                           force)
+    if tag is not None:
+        say(f"environment image {tag} is up to date")
+        return tag
     if env.python.sdists:
         from skillctl.env.sdist import build_sdists
 
@@ -109,9 +119,7 @@ def build_environment(env: Environment, client: Any, base_image: str, *, progres
     paths = ensure_files(wanted, progress=progress)
     wheels = [EnvFile(p, f.sha256, f.pin) for p, f in zip(paths, wheels_files)]
     debs = [EnvFile(p, d.sha256, d.pin) for p, d in zip(paths[len(wheels_files):], env.debian)]
-    uv = uv_binary()
-    return build_env_image(client, base_image, wheels, debs, uv_bin=uv, uv=uv_version(uv), progress=progress,
-                           force=force)
+    return build_env_image(client, base, digest, wheels, debs, uv_bin=uv, progress=progress, force=force)
 
 
 def covers(files: Sequence[PackageFile], decl: Declarations, target: Target) -> list[str]:

@@ -7,6 +7,10 @@
       csv-sql: 1.1.0
     prereleases: false     # optional
 
+An optional ``environment:`` section (``python``/``debian`` lists) declares packages for the
+skills' scripts; ``skillctl.env`` resolves it and keeps its result in the lock's separate
+``environment`` section.
+
 ``skills.lock`` is JSON (sorted keys, stable bytes) with, per skill, the exact version, stable id
 and the sha256 of the bundle and of its uncompressed tar, plus a copy of the requirements it was
 resolved from, so a lock that no longer matches skills.yaml is detected (``install --frozen``

@@ -215,6 +215,12 @@ CASES: list[Case] = [
     Case("SK235", _nested(MAX_DEPTH + 1), _nested(MAX_DEPTH), "demo/" + _deep_path(MAX_DEPTH + 1), 0),
     Case("SK236", _entries(MAX_ENTRIES + 1), _entries(MAX_ENTRIES), "demo", 0),
     Case("SK241", skill(front_matter_text=fm('metadata:\n  version: "1.0"\n')), skill(front_matter_text=fm('metadata:\n  version: "1.0.0"\n')), "demo/SKILL.md", 5, 12),
+    Case("SK251", skill(files={"scripts/go.py": script("#!/usr/bin/env python3\nimport json\nimport yaml\n")}),
+         skill(files={"scripts/go.py": script("#!/usr/bin/env python3\n# /// script\n# dependencies = [\"pyyaml\"]\n# ///\nimport json\nimport yaml\n")}),
+         "demo/scripts/go.py", 3, 1),
+    Case("SK252", skill(files={"scripts/go.py": script("#!/usr/bin/env python3\nimport json\n"), "requirements.txt": ("-e .\n", 0o644)}),
+         skill(files={"scripts/go.py": script("#!/usr/bin/env python3\nimport json\n"), "requirements.txt": ("six\n", 0o644)}),
+         "demo", 0),
     Case("SK241", skill(front_matter_text=fm('metadata:\n  version: "v1.0.0"\n')), skill(front_matter_text=fm('metadata:\n  version: "1.0.0"\n')), "demo/SKILL.md", 5, 12, case_id="SK241-v-prefix"),
 ]
 
