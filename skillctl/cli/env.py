@@ -15,8 +15,8 @@ index_option = click.option(
 )
 sdist_option = click.option(
     "--allow-sdist", is_flag=True,
-    help="Accept source distributions where no wheel fits; they are built in a throwaway, "
-    "network-less container (never on this machine). Default: wheels only.",
+    help="Accept source distributions where no wheel fits; they are built into wheels in a throwaway, "
+    "network-less container. Default: wheels only (building runs the package's code).",
 )
 image_option = click.option("--image", metavar="IMAGE", help="Agent image to build on (default: the one `skillctl image build` makes).")
 
@@ -36,8 +36,6 @@ def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Pat
     from skillctl.registry.lockfile import load_requirements
 
     decl = Declarations()
-    if req_path is not None:
-        decl = decl + project_declarations(load_requirements(req_path).environment, str(req_path))
     refs_in_registry = []
     for ref in refs:
         folder = Path(ref)
@@ -51,6 +49,8 @@ def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Pat
     if refs_in_registry:
         reg = open_registry_for_cli(registry_url)
         decl = decl + declarations_of([reg.resolve(r) for r in refs_in_registry], reg)
+    if req_path is not None:  # the project's declarations merge last
+        decl = decl + project_declarations(load_requirements(req_path).environment, str(req_path))
     return decl
 
 
@@ -83,17 +83,19 @@ _lock_option = click.option("--lock", "lock_path", type=click.Path(dir_okay=Fals
                             help="Use the environment pinned in this skills.lock (nothing is re-resolved).")
 
 
+def resolving_command(extra: click.Option):
+    """Arguments and options shared by the commands that resolve an environment."""
+    def wrap(f):
+        for decorate in reversed([click.argument("refs", nargs=-1), _req_option, _lock_option, extra, index_option,
+                                  sdist_option, image_option, registry_option, format_option, library_errors]):
+            f = decorate(f)
+        return f
+
+    return wrap
+
+
 @env_group.command("show")
-@click.argument("refs", nargs=-1)
-@_req_option
-@_lock_option
-@click.option("--no-resolve", is_flag=True, help="Only list what is declared (no index, no Docker).")
-@index_option
-@sdist_option
-@image_option
-@registry_option
-@format_option
-@library_errors
+@resolving_command(click.option("--no-resolve", is_flag=True, help="Only list what is declared (no index, no Docker)."))
 def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, registry_url, fmt) -> None:
     """What REFs (skill folders or registry references) declare, merged in order, and what it
     resolves to: exact versions with the sha256 of every file."""
@@ -134,16 +136,7 @@ def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, regis
 
 
 @env_group.command("build")
-@click.argument("refs", nargs=-1)
-@_req_option
-@_lock_option
-@click.option("--force", is_flag=True, help="Rebuild even when an image for this environment exists.")
-@index_option
-@sdist_option
-@image_option
-@registry_option
-@format_option
-@library_errors
+@resolving_command(click.option("--force", is_flag=True, help="Rebuild even when an image for this environment exists."))
 def build(refs, req_path, lock_path, force, index, allow_sdist, image, registry_url, fmt) -> None:
     """Resolve, download (hash-checked) and build the environment image; print its tag."""
     from skillctl.env.prepare import build_environment, resolve_environment

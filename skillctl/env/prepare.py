@@ -161,7 +161,7 @@ def environment_image(
     from skillctl.sandbox.client import docker_client
 
     say = progress or (lambda _line: None)
-    decl = (project or Declarations()) + declarations_of(skills, store)
+    decl = declarations_of(skills, store) + (project or Declarations())
     if locked is None and decl.empty:
         return base_image
     client = client or docker_client()
@@ -210,7 +210,7 @@ def lock_environment(
     from skillctl.sandbox.client import docker_client
 
     skills = [s.as_resolved() for s in sorted(lock.skills, key=lambda s: s.name)]
-    decl = project_declarations(lock.requirements.environment) + declarations_of(skills, store)
+    decl = declarations_of(skills, store) + project_declarations(lock.requirements.environment)
     if decl.empty:
         return None
     client = client or docker_client()

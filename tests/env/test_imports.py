@@ -104,3 +104,21 @@ def test_env_infer_keeps_what_is_declared_and_adds_what_is_missing(tmp_path):
     (skill / "scripts" / "extra.py").write_text("import yaml\n")
     result = CliRunner().invoke(cli, ["env", "infer", str(skill), "--as", "requirements"], catch_exceptions=False)
     assert result.stdout.splitlines() == ["markitdown[pdf]>=0.1.0", "pymupdf>=1.24.0", "PyYAML"]
+
+
+def test_env_show_lists_declarations_in_merge_order_with_their_sources(tmp_path):
+    skill = copy_skill(real_skill("github+awesome-copilot", "convert-pdf-to-md"), tmp_path)
+    (skill / "scripts" / "first.py").write_text('# /// script\n# requires-python = ">=3.10"\n# dependencies = ["pyyaml"]\n# ///\n')
+    (tmp_path / "skills.yaml").write_text("skills: {}\nenvironment:\n  python: [numpy]\n  debian: [jq]\n")
+    result = CliRunner().invoke(cli, ["env", "show", str(skill), "--requirements", str(tmp_path / "skills.yaml"),
+                                      "--no-resolve", "--format", "json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)["declared"]
+    assert [(d["requirement"], d["owner"]) for d in doc["python"]] == [
+        ("pyyaml", "convert-pdf-to-md"), ("markitdown[pdf]>=0.1.0", "convert-pdf-to-md"),
+        ("pymupdf>=1.24.0", "convert-pdf-to-md"), ("numpy", "project"),
+    ]
+    assert doc["requires_python"][0]["requirement"] == ">=3.10" and doc["debian"][0]["requirement"] == "jq"
+    bad = CliRunner().invoke(cli, ["env", "show", str(real_skill("github+awesome-copilot", "convert-pdf-to-md")),
+                                   "--requirements", str(tmp_path / "nope.yaml"), "--no-resolve"])
+    assert bad.exit_code == 2
