@@ -7,7 +7,8 @@
     ├── RegistryError             the registry refused, is unreachable or inconsistent
     │   ├── NotFoundError         no such skill / version
     │   ├── ImmutableVersionError a published version would change
-    │   └── IntegrityError        a digest does not match what was promised
+    │   ├── IntegrityError        a digest does not match what was promised
+    │   └── UnsupportedError      this kind of registry cannot do that (e.g. remove on OCI)
     ├── LockError                 skills.yaml / skills.lock is missing, stale or invalid
     ├── SandboxError              the container (or local sandbox) cannot do what was asked
     │   └── SandboxTimeout        the host-side deadline for a call passed
@@ -54,6 +55,12 @@ class ImmutableVersionError(RegistryError):
 
 class IntegrityError(RegistryError):
     pass
+
+
+class UnsupportedError(RegistryError):
+    """The registry lacks the capability (``Registry.capabilities`` says which it has). Raised
+    by the operation itself, never replaced by silently doing nothing; the message says why and
+    what to do instead."""
 
 
 class LockError(SkillctlError):

@@ -1,16 +1,25 @@
-"""The three seams of the runtime, as protocols.
+"""The seams of skillctl, as protocols.
 
 The agent loop knows a ``Model`` and a ``Sandbox``; the loader knows a ``Store`` and a
-``Sandbox``. Concrete backends (Docker, local subprocesses, the folder registry, OCI, the scripted
-and OpenAI models) live at the edges and are chosen by name in ``cli``; nothing here imports them.
+``Sandbox``; lockfiles, ``copy`` and the registry commands know a ``Registry``. Concrete backends
+(Docker, local subprocesses, the folder registry, OCI, the scripted and OpenAI models) live at
+the edges and are chosen by name by their factories (``skillctl.sandbox.open_sandbox``,
+``skillctl.registry.open_registry``, ``skillctl.models.open_model``); nothing here imports them.
+A new backend is done when it satisfies its protocol and passes that protocol's conformance
+suite (``tests/registry/test_conformance.py``, ``tests/sandbox/test_conformance.py``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Sequence, runtime_checkable
 
 from skillctl.messages import Message, ToolCall
+
+if TYPE_CHECKING:  # the registry's plain records; imported for annotations only (no cycle)
+    from skillctl.registry.prepare import PreparedBundle
+    from skillctl.registry.records import Problem, PublishResult, SkillRecord, VersionRecord
+    from skillctl.registry.refs import SkillRef
 
 # ---------------------------------------------------------------------------- sandbox
 
@@ -99,6 +108,88 @@ class Store(Protocol):
     def resolve(self, ref: str) -> ResolvedSkill: ...
 
     def fetch(self, skill: ResolvedSkill) -> bytes: ...
+
+
+# ---------------------------------------------------------------------------- registry
+
+# What a registry can do besides reading, as named in ``RegistryReader.capabilities``. An
+# operation whose capability is missing raises ``UnsupportedError`` (never a silent no-op).
+PUBLISH = "publish"  # publish (with an original created_at / skill_id, for mirrors)
+YANK = "yank"  # set_yanked
+REMOVE = "remove"  # remove a version nobody can depend on yet
+GC = "gc"  # delete unreferenced storage
+RECORD_LOCKS = "record_locks"  # mark_locked: remember that a lockfile pins a version
+WRITE_CAPABILITIES = frozenset({PUBLISH, YANK, REMOVE, GC, RECORD_LOCKS})
+
+
+@runtime_checkable
+class RegistryReader(Store, Protocol):
+    """What every registry can do: read. A read-only backend (a web index, a mirror) implements
+    this and refuses the ``Registry`` writes with ``UnsupportedError``
+    (``skillctl.registry.readonly.ReadOnlyRegistry`` does that for it).
+
+    Semantics every backend shares (the conformance suite checks them): versions are SemVer and
+    a version's identity is its order (``1.0.0+a`` and ``1.0.0+b`` are one version); ranges never
+    match yanked versions or, unless asked, pre-releases, while an exact version always resolves;
+    ``fetch`` returns bytes whose sha256 is ``skill.digest`` or raises ``IntegrityError``;
+    missing skills and versions raise ``NotFoundError`` with a one-line message naming them.
+    """
+
+    capabilities: frozenset[str]  # a subset of WRITE_CAPABILITIES; empty for read-only registries
+
+    @property
+    def url(self) -> str: ...
+
+    def resolve(self, ref: str, *, prereleases: bool = False) -> ResolvedSkill: ...
+
+    def resolve_record(self, ref: str | SkillRef, *, prereleases: bool = False) -> VersionRecord: ...
+
+    def versions(self, name_or_id: str) -> list[VersionRecord]:
+        """Every version of a skill, yanked ones included, newest first."""
+        ...
+
+    def list_skills(self) -> list[SkillRecord]: ...
+
+    def get_skill(self, name_or_id: str) -> SkillRecord: ...
+
+    def verify(self) -> list[Problem]:
+        """Re-read and re-hash what the registry holds; errors mean damage."""
+        ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+@runtime_checkable
+class Registry(RegistryReader, Protocol):
+    """A registry one can also write to. Each write belongs to one capability; a backend without
+    it raises ``UnsupportedError`` saying why and what to do instead.
+
+    - ``publish`` (PUBLISH): store a version; the same bytes again are "unchanged", other bytes
+      under a published version raise ``ImmutableVersionError``. ``created_at`` (unix seconds)
+      and ``skill_id`` keep a copied version's publish time and, for a skill new to this
+      registry whose id is free, its id.
+    - ``set_yanked`` (YANK): hide from ranges and ``latest``; exact pins keep working.
+    - ``remove`` (REMOVE): delete a version only while nobody can depend on it.
+    - ``gc`` (GC): delete unreferenced storage older than ``grace_s``.
+    - ``mark_locked`` (RECORD_LOCKS): remember that a lockfile pins the version (``remove``
+      then refuses it).
+    """
+
+    def publish(
+        self, bundle: PreparedBundle, *, created_at: int | None = None, skill_id: str | None = None
+    ) -> PublishResult: ...
+
+    def set_yanked(self, ref: str, yanked: bool, reason: str = "") -> VersionRecord: ...
+
+    def remove(self, ref: str) -> VersionRecord: ...
+
+    def gc(self, *, dry_run: bool = False, grace_s: int = 3600) -> list[str]: ...
+
+    def mark_locked(self, skill: ResolvedSkill) -> None: ...
 
 
 # ---------------------------------------------------------------------------- model

@@ -1,3 +1,3 @@
 """Shared test setup. Fixture modules are registered as plugins to keep this file small."""
 
-pytest_plugins = ["sandbox_fixtures"]
+pytest_plugins = ["sandbox_fixtures", "registry_fixtures"]

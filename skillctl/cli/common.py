@@ -8,6 +8,7 @@ from typing import Any, Callable
 import click
 
 from skillctl.errors import SkillctlError
+from skillctl.protocols import Registry
 
 format_option = click.option(
     "--format",
@@ -40,7 +41,6 @@ def library_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise click.ClickException(str(exc)) from exc
 
     return wrapper
-
 
 
 _registry_url_option = click.option(
@@ -92,7 +92,7 @@ def registry_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return _registry_url_option(registry_access_options(f))
 
 
-def open_registry_for_cli(url: str | None, **options: Any) -> Any:
+def open_registry_for_cli(url: str | None, **options: Any) -> Registry:
     from skillctl.registry import open_registry
 
     ctx = click.get_current_context(silent=True)

@@ -23,7 +23,7 @@ def copy_cmd(ref: str, src_url: str, dst_url: str, prereleases: bool, fmt: str) 
     stay valid; running it again changes nothing. A version the target holds with other content
     is reported and never overwritten. --insecure and credentials apply to every oci:// registry.
     """
-    from skillctl.registry.oci.mirror import copy_skills
+    from skillctl.registry.mirror import copy_skills
 
     source = open_registry_for_cli(src_url, create=False)
     target = open_registry_for_cli(dst_url)

@@ -26,16 +26,15 @@ import secrets
 import sqlite3
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 from skillctl.bundle import sha256_digest
 from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError
 from skillctl.fsutil import fsync_dir
-from skillctl.protocols import ResolvedSkill
+from skillctl.protocols import WRITE_CAPABILITIES, ResolvedSkill
 from skillctl.registry.prepare import PreparedBundle
-from skillctl.registry.records import PublishResult, SkillRecord, VersionRecord
+from skillctl.registry.records import Problem, PublishResult, SkillRecord, VersionRecord, check_origin
 from skillctl.registry.refs import SkillRef, parse_ref, require_exact
 from skillctl.versioning import RELEASE_RANK, SemVer
 
@@ -123,18 +122,11 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
             delay = min(delay * 2, 0.5)
 
 
-@dataclass(frozen=True)
-class Problem:
-    severity: str  # "error" | "warning"
-    kind: str
-    message: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"severity": self.severity, "kind": self.kind, "message": self.message}
-
-
 class LocalRegistry:
-    """A registry folder on this machine (the embedded default)."""
+    """A registry folder on this machine (the embedded default); a ``skillctl.protocols.Registry``
+    with every capability."""
+
+    capabilities = WRITE_CAPABILITIES
 
     def __init__(self, root: Path, *, create: bool = True) -> None:
         self.root = Path(root)
@@ -282,16 +274,21 @@ class LocalRegistry:
 
     # ------------------------------------------------------------------ publish
 
-    def publish(self, bundle: PreparedBundle) -> PublishResult:
+    def publish(self, bundle: PreparedBundle, *, created_at: int | None = None, skill_id: str | None = None) -> PublishResult:
+        """Store ``bundle``; see ``skillctl.protocols.Registry``. ``created_at`` becomes the
+        version's publish time; ``skill_id`` the id of a skill new to this folder, when no other
+        skill here has it (ids are per registry, names are what identifies a skill)."""
         sv = SemVer.parse(bundle.version)
+        check_origin(created_at, skill_id)
         if sha256_digest(bundle.data) != bundle.digest:
             raise IntegrityError(f"{bundle.name}@{bundle.version}: bundle bytes do not match their digest")
         self._store_blob(bundle.data, bundle.digest)
-        now = int(time.time())
+        now = int(time.time()) if created_at is None else created_at
         with self._tx(self.conn) as c:
             row = c.execute("SELECT id FROM skills WHERE name = ?", (bundle.name,)).fetchone()
             if row is None:
-                skill_id = "skill_" + secrets.token_hex(12)
+                taken = skill_id is not None and c.execute("SELECT 1 FROM skills WHERE id = ?", (skill_id,)).fetchone()
+                skill_id = skill_id if skill_id is not None and not taken else "skill_" + secrets.token_hex(12)
                 c.execute("INSERT INTO skills (id, name, created_at) VALUES (?, ?, ?)", (skill_id, bundle.name, now))
             else:
                 skill_id = row[0]
@@ -384,6 +381,7 @@ class LocalRegistry:
         return data
 
     def mark_locked(self, skill: ResolvedSkill) -> None:
+        """Count a lock of ``skill``: ``remove`` refuses versions a lockfile may pin."""
         with self._tx(self.conn) as c:
             c.execute("UPDATE versions SET locks = locks + 1 WHERE skill_id = ? AND digest = ?", (skill.id, skill.digest))
 

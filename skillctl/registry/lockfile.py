@@ -27,12 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-
 from skillctl.bundle import read_bundle, sha256_digest, write_contents
 from skillctl.env.declare import project_declarations
 from skillctl.errors import IntegrityError, LockError, SkillctlError
 from skillctl.yamlfile import read_yaml
-from skillctl.protocols import ResolvedSkill
+from skillctl.protocols import RECORD_LOCKS, Registry, ResolvedSkill, Store
 from skillctl.registry.refs import NAME_RE, parse_ref
 from skillctl.versioning import SEMVER_RE
 
@@ -135,15 +134,16 @@ def load_requirements(path: Path) -> Requirements:
     return Requirements(skills, pre, environment)
 
 
-def resolve_lock(req: Requirements, registry: Any, *, progress: Callable[[str], None] | None = None) -> Lock:
+def resolve_lock(req: Requirements, registry: Registry, *, progress: Callable[[str], None] | None = None) -> Lock:
     locked = []
     for name, rng in sorted(req.skills.items()):
         rec = registry.resolve(f"{name}@{rng}", prereleases=req.prereleases)
         if progress:
             progress(f"locked {name} {rng} -> {rec.version} ({rec.digest[:19]}…)")
-        mark = getattr(registry, "mark_locked", None)
-        if mark is not None:
-            mark(rec)
+        # Registries that can remove versions must know which ones a lock pins; the others
+        # (read-only, OCI) cannot remove them either, so there is nothing to protect.
+        if RECORD_LOCKS in registry.capabilities:
+            registry.mark_locked(rec)
         locked.append(LockedSkill(name, rng, rec.id, rec.version, rec.digest, rec.tar_digest, rec.size))
     return Lock(req, tuple(locked))
 
@@ -201,7 +201,7 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def resolve_locked(registry: Any, skill: LockedSkill) -> ResolvedSkill:
+def resolve_locked(registry: Store, skill: LockedSkill) -> ResolvedSkill:
     """The registry's record for a locked version, refused unless it has the locked digest.
 
     Resolved by name and exact version, not by id: ids are per registry, and a lock must keep
@@ -215,7 +215,7 @@ def resolve_locked(registry: Any, skill: LockedSkill) -> ResolvedSkill:
     return rec
 
 
-def fetch_locked(registry: Any, skill: LockedSkill) -> tuple[ResolvedSkill, bytes]:
+def fetch_locked(registry: Store, skill: LockedSkill) -> tuple[ResolvedSkill, bytes]:
     """Fetch exactly what the lock names, verifying the registry still serves the same bytes."""
     rec = resolve_locked(registry, skill)
     data = registry.fetch(rec)
@@ -224,7 +224,7 @@ def fetch_locked(registry: Any, skill: LockedSkill) -> tuple[ResolvedSkill, byte
     return rec, data
 
 
-def install(lock: Lock, registry: Any, dest: Path, *, progress: Callable[[str], None] | None = None) -> list[Path]:
+def install(lock: Lock, registry: Store, dest: Path, *, progress: Callable[[str], None] | None = None) -> list[Path]:
     """Install every locked skill into ``dest/NAME/``; returns the folders, sorted by name.
 
     All bundles are fetched and checked (digest against the lock, then every member) before

@@ -1,13 +1,17 @@
 """Registry records, with JSON shapes that follow the hosted skills APIs where they overlap
 (``id``, ``object``, ``name``, ``description``, ``created_at``, ``default_version``,
-``latest_version``; versions carry ``skill_id`` and ``version``)."""
+``latest_version``; versions carry ``skill_id`` and ``version``).
+
+Every registry backend returns these, so they live here, apart from any backend."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from skillctl.errors import RegistryError
 from skillctl.protocols import ResolvedSkill
+from skillctl.registry.refs import SKILL_ID_RE
 
 
 @dataclass(frozen=True)
@@ -84,3 +88,23 @@ class PublishResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, **self.record.to_dict()}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding of ``Registry.verify``: errors mean something is damaged, warnings do not."""
+
+    severity: str  # "error" | "warning"
+    kind: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"severity": self.severity, "kind": self.kind, "message": self.message}
+
+
+def check_origin(created_at: int | None, skill_id: str | None) -> None:
+    """The optional origin a mirror passes to ``publish``: a publish time and a skill id."""
+    if created_at is not None and (isinstance(created_at, bool) or not isinstance(created_at, int) or created_at < 0):
+        raise RegistryError(f"created_at must be unix seconds (an integer >= 0), got {created_at!r}")
+    if skill_id is not None and not (isinstance(skill_id, str) and SKILL_ID_RE.match(skill_id)):
+        raise RegistryError(f"skill_id must be 'skill_' and 24 hex digits, got {skill_id!r}")

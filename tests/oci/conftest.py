@@ -1,54 +1,30 @@
 """Fixtures for the OCI registry tests: real distribution servers started per session.
 
-``registry_server`` is anonymous; ``auth_server`` requires htpasswd basic auth (user ``alice``,
-password ``wonderland``). Tests isolate themselves by namespace (``ns`` fixture), so one server
-serves the whole session. Without the ``docker-registry`` binary the tests are skipped with the
-reason — except on CI, where a missing binary is a setup bug and must fail.
+The anonymous ``registry_server`` and the per-test namespace ``ns`` come from
+``tests/registry_fixtures.py`` (shared with the registry conformance suite); here:
+``auth_server`` requires htpasswd basic auth (user ``alice``, password ``wonderland``) and
+``token_server`` Bearer tokens.
 """
 
 from __future__ import annotations
 
-import itertools
-import os
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Iterator
 
 import pytest
+from registry_fixtures import on_ci
 
-from .server import APT_PACKAGES, BINARY, DistributionServer
+from .server import APT_PACKAGES, DistributionServer
 
 USER, PASSWORD = "alice", "wonderland"
-_counter = itertools.count()
-
-
-def _on_ci() -> bool:
-    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if _on_ci() or os.path.exists(BINARY):
-        return
-    skip = pytest.mark.skip(reason=f"Debian's docker-registry binary is not installed (apt-get install {APT_PACKAGES})")
-    for item in items:
-        if item.get_closest_marker("requires_registry"):
-            item.add_marker(skip)
-
-
-@pytest.fixture(scope="session")
-def registry_server(tmp_path_factory) -> Iterator[DistributionServer]:
-    server = DistributionServer(tmp_path_factory.mktemp("oci-registry")).start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _htpasswd_line(user: str, password: str) -> str:
     """bcrypt line from apache2-utils' htpasswd (distribution accepts bcrypt only)."""
     if shutil.which("htpasswd") is None:
-        pytest.fail(f"htpasswd is not installed (apt-get install {APT_PACKAGES})") if _on_ci() else pytest.skip(
+        pytest.fail(f"htpasswd is not installed (apt-get install {APT_PACKAGES})") if on_ci() else pytest.skip(
             f"htpasswd is not installed (apt-get install {APT_PACKAGES})"
         )
     out = subprocess.run(["htpasswd", "-Bbn", user, password], capture_output=True, text=True, check=True)
@@ -82,12 +58,6 @@ def token_server(tmp_path_factory) -> Iterator[tuple[DistributionServer, "TokenS
     finally:
         server.stop()
         service.close()
-
-
-@pytest.fixture
-def ns() -> str:
-    """A namespace no other test uses."""
-    return f"t{os.getpid()}n{next(_counter)}"
 
 
 @pytest.fixture

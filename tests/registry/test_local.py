@@ -443,6 +443,10 @@ def test_open_registry_by_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     b.close()
     with pytest.raises(RegistryError, match=r"unknown registry scheme 'ftp://'"):
         open_registry("ftp://example.org/x")
+    # Options are never swallowed: one a backend does not take is an error naming it.
+    with pytest.raises(RegistryError, match=r"unknown option\(s\) for a folder registry: colour; it takes none"):
+        open_registry(str(tmp_path / "c"), colour="blue")
+    assert not (tmp_path / "c").exists()
 
 
 # ------------------------------------------------------------------------ bundles as input

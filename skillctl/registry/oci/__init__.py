@@ -4,8 +4,7 @@
     artifact  the manifest / config / layer format, and strict parsing of what comes back
     auth      credentials: flags, env, Docker config and credential helpers
     client    the distribution API subset on requests (caps, digests, retries, auth challenges)
-    backend   OciRegistry: the LocalRegistry interface on top of them
-    mirror    copy versions between any two registries, digests preserved
+    backend   OciRegistry: the ``skillctl.protocols.Registry`` protocol on top of them
 
 ``skillctl.registry.open_registry("oci://HOST[:PORT]/NAMESPACE")`` returns an ``OciRegistry``.
 """

@@ -20,9 +20,10 @@ Same methods, records and semantics as ``LocalRegistry`` where OCI can support t
   (Harbor, ECR options) refuse the rewrite, and so yank is unavailable there;
 - **list** and lookups by id need ``/v2/_catalog``, filtered by the namespace; some registries
   (GHCR, Docker Hub, ECR without permission) disable it, and say so in one line;
-- **remove** and **gc** are refused: OCI registries cannot tell whether a version was fetched or
-  locked (the rule ``remove`` depends on), and garbage collection is the server's job
-  (distribution: ``registry garbage-collect``);
+- **remove**, **gc** and **mark_locked** raise ``UnsupportedError`` (``capabilities`` lacks
+  them): OCI registries cannot record that a version was fetched or locked (the rule ``remove``
+  depends on), and garbage collection is the server's job (distribution: ``registry
+  garbage-collect``);
 - **verify** re-reads every manifest, config and bundle under the namespace and re-hashes them.
 
 Every pulled blob is verified: the manifest against its digest, the config against the manifest
@@ -34,18 +35,16 @@ from __future__ import annotations
 import os
 import secrets
 import time
-from typing import Any
 
 from skillctl.bundle import BundleLimits, sha256_digest
-from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError
-from skillctl.protocols import ResolvedSkill
-from skillctl.registry.local import Problem
+from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError, UnsupportedError
+from skillctl.protocols import PUBLISH, YANK, ResolvedSkill
 from skillctl.registry.oci import artifact
 from skillctl.registry.oci.auth import find_credentials
 from skillctl.registry.oci.client import DistributionClient, is_access_error
 from skillctl.registry.oci.names import OciLocation, parse_oci_url, tag_version, version_tag
 from skillctl.registry.prepare import PreparedBundle
-from skillctl.registry.records import PublishResult, SkillRecord, VersionRecord
+from skillctl.registry.records import Problem, PublishResult, SkillRecord, VersionRecord, check_origin
 from skillctl.registry.refs import SKILL_ID_RE, SkillRef, parse_ref, require_exact
 from skillctl.versioning import SemVer
 
@@ -57,7 +56,10 @@ def env_flag(name: str) -> bool:
 
 
 class OciRegistry:
-    """Skills in ``NAMESPACE/NAME`` repositories of one OCI registry (see the module docstring)."""
+    """Skills in ``NAMESPACE/NAME`` repositories of one OCI registry (see the module docstring);
+    a ``skillctl.protocols.Registry`` that can publish and yank."""
+
+    capabilities = frozenset({PUBLISH, YANK})
 
     def __init__(self, location: OciLocation, client: DistributionClient) -> None:
         self.location = location
@@ -76,7 +78,6 @@ class OciRegistry:
         password: str | None = None,
         attempts: int = 3,
         backoff_s: float = 0.2,
-        **_ignored: Any,  # options meant for other backends (e.g. create=) do not apply
     ) -> "OciRegistry":
         """``oci://HOST[:PORT]/NAMESPACE``. ``insecure=None`` reads ``SKILLCTL_INSECURE``;
         credentials are looked up lazily (see ``auth``) on the registry's first 401."""
@@ -257,6 +258,7 @@ class OciRegistry:
         these bytes, ImmutableVersionError when it holds others. ``created_at`` (default: now)
         and ``skill_id`` (used only for a repository's first version) let ``copy`` keep them."""
         sv = SemVer.parse(bundle.version)
+        check_origin(created_at, skill_id)
         if sha256_digest(bundle.data) != bundle.digest:
             raise IntegrityError(f"{bundle.name}@{bundle.version}: bundle bytes do not match their digest")
         if bundle.size > self._max_bundle:
@@ -276,7 +278,7 @@ class OciRegistry:
             newest = self._record(bundle.name, tags[0][1])
             sid = newest.skill_id if newest is not None else None
         if sid is None:
-            sid = skill_id if skill_id and SKILL_ID_RE.match(skill_id) else "skill_" + secrets.token_hex(12)
+            sid = skill_id or "skill_" + secrets.token_hex(12)
         cfg = artifact.SkillConfig(
             sid, bundle.name, str(sv), bundle.description, bundle.front_matter, bundle.digest, bundle.tar_digest,
             bundle.size, tuple(bundle.files),
@@ -325,15 +327,21 @@ class OciRegistry:
         return after
 
     def remove(self, ref: str) -> VersionRecord:
-        raise RegistryError(
+        raise UnsupportedError(
             f"remove is not supported on OCI registries ({self.url}): they cannot tell whether anyone fetched or locked "
             f"a version; yank it instead (skillctl yank {ref})"
         )
 
     def gc(self, *, dry_run: bool = False, grace_s: int = 0) -> list[str]:
-        raise RegistryError(
+        raise UnsupportedError(
             f"gc is the OCI registry server's job ({self.url}), e.g. `registry garbage-collect CONFIG` for distribution; "
             "skillctl never deletes blobs there"
+        )
+
+    def mark_locked(self, skill: ResolvedSkill) -> None:
+        raise UnsupportedError(
+            f"an OCI registry ({self.url}) cannot record which versions lockfiles pin; it cannot remove versions either, "
+            "so the lock needs no protection there"
         )
 
     def verify(self) -> list[Problem]:

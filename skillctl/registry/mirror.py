@@ -7,8 +7,8 @@ published unchanged to the target, so its digest is the same there — a lock wr
 registry installs from the other. Copying is idempotent: versions the target already holds with
 the same bytes are "unchanged"; a target version with *other* bytes is reported and left alone
 (never overwritten). A yanked source version is yanked in the target too (a target's own yanks
-are kept). OCI targets keep the source's publish time and, for a new repository, its skill id;
-the folder registry assigns its own id and time (ids are per registry).
+are kept). Targets keep the source's publish time and, for a skill new to them, its id (unless
+another of their skills already has that id: ids are per registry).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from skillctl.errors import IntegrityError, SkillctlError
+from skillctl.protocols import Registry, RegistryReader
 from skillctl.registry.prepare import prepare_bundle_bytes
 from skillctl.registry.records import VersionRecord
 from skillctl.registry.refs import parse_ref
@@ -38,7 +39,7 @@ class CopyResult:
         return out
 
 
-def source_versions(source: Any, ref: str, *, prereleases: bool = False) -> list[VersionRecord]:
+def source_versions(source: RegistryReader, ref: str, *, prereleases: bool = False) -> list[VersionRecord]:
     """What ``ref`` selects in ``source``: every version (oldest first) or the one it resolves to."""
     parsed = parse_ref(ref)
     if "@" not in parsed.text:
@@ -46,17 +47,12 @@ def source_versions(source: Any, ref: str, *, prereleases: bool = False) -> list
     return [source.resolve_record(parsed, prereleases=prereleases)]
 
 
-def copy_version(source: Any, target: Any, rec: VersionRecord) -> CopyResult:
+def copy_version(source: RegistryReader, target: Registry, rec: VersionRecord) -> CopyResult:
     data = source.fetch(rec.resolved())
     prepared = prepare_bundle_bytes(data, source=f"{rec.name}@{rec.version} from {source.url}", version=rec.version)
     if prepared.digest != rec.digest:  # same bytes in, so this only trips on a broken source
         raise IntegrityError(f"{rec.name}@{rec.version}: bytes from {source.url} hash to {prepared.digest[:19]}…, not {rec.digest[:19]}…")
-    from skillctl.registry.oci.backend import OciRegistry
-
-    if isinstance(target, OciRegistry):
-        res = target.publish(prepared, created_at=rec.created_at or None, skill_id=rec.skill_id)
-    else:
-        res = target.publish(prepared)
+    res = target.publish(prepared, created_at=rec.created_at or None, skill_id=rec.skill_id)
     if res.record.digest != rec.digest:
         raise IntegrityError(f"{rec.name}@{rec.version}: {target.url} stored {res.record.digest[:19]}…, not {rec.digest[:19]}…")
     yanked = res.record.yanked
@@ -67,8 +63,8 @@ def copy_version(source: Any, target: Any, rec: VersionRecord) -> CopyResult:
 
 def copy_skills(
     ref: str,
-    source: Any,
-    target: Any,
+    source: RegistryReader,
+    target: Registry,
     *,
     prereleases: bool = False,
     progress: Callable[[CopyResult], None] | None = None,
