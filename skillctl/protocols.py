@@ -54,13 +54,53 @@ class ExecResult:
 class Sandbox(Protocol):
     """An isolated place to run commands, with a filesystem for inputs and outputs.
 
-    Contract: ``exec`` returns an ``ExecResult`` for any command that ran, including non-zero
-    exits and in-sandbox timeouts; it raises ``SandboxError`` only when the sandbox itself is
-    unusable, and ``SandboxTimeout`` when even the host-side deadline passed. Files move as tar
-    archives (``put_archive``/``get_archive``), never through bind mounts.
+    Contract (``tests/sandbox/test_conformance.py`` checks it for every backend):
+
+    - Lifecycle: unstarted when made; ``start()`` (or ``with sandbox:``) makes it usable,
+      ``stop()`` (or leaving the ``with`` block) removes everything, and is idempotent. Any other
+      call on an unstarted sandbox raises ``SandboxError``.
+    - ``exec`` returns an ``ExecResult`` for any command that ran: a non-zero exit is data, and
+      so is a timeout (``outcome_type == "timeout"``, the command and its children killed). It
+      raises ``SandboxError`` only when the sandbox itself is unusable, and ``SandboxTimeout``
+      when even the host-side deadline passed. Each command starts in ``workspace``.
+    - ``exec_many`` runs commands concurrently, each in its own session; results in input order.
+    - Paths are always as commands see them: ``workspace`` (the agent's writable folder),
+      ``skills_root`` (read-only for the agent) and ``agent_path(p)`` for the container-style
+      names ``/workspace``, ``/skills``, ``/tmp`` and any extra folder the sandbox was opened
+      with (``extra_dirs``, e.g. ``/memory``). A container shows those names as they are; the
+      unisolated local backend maps them to folders on this machine.
+    - Files move as tar archives (``put_archive``/``get_archive``), never through bind mounts;
+      ``put_archive(..., user=agent_user)`` makes staged files the agent's own.
     """
 
+    @property
+    def workspace(self) -> str:
+        """The agent's working folder as commands see it (where every command starts)."""
+        ...
+
+    @property
+    def skills_root(self) -> str:
+        """Where skills are unpacked, as commands see it (read-only for the agent)."""
+        ...
+
+    @property
+    def agent_user(self) -> str | None:
+        """The user files staged for the agent should belong to (``put_archive(user=…)``);
+        None when the backend has only one user (the local backend runs as the caller)."""
+        ...
+
+    def agent_path(self, path: str) -> str:
+        """Where the container-style ``path`` (``/workspace/…``, ``/skills/…``, ``/tmp/…``, an
+        extra folder) is for commands; ``SandboxError`` for a path outside the sandbox's folders."""
+        ...
+
     def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(self, *exc: object) -> None: ...
 
     def exec(
         self,
@@ -79,8 +119,6 @@ class Sandbox(Protocol):
     def put_archive(self, dest_dir: str, tar_bytes: bytes, *, user: str | None = None) -> None: ...
 
     def get_archive(self, path: str) -> bytes: ...
-
-    def stop(self) -> None: ...
 
 
 # ---------------------------------------------------------------------------- store

@@ -86,25 +86,22 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
     resolved = _resolve_skills(reg, skills, lock_path) if reg is not None else []
     # Packed before the container starts, so a bad input fails in one line without one.
     staged = inputs_tar(list(inputs)) if inputs else None
+    settings = {"memory": memory, "cpus": cpus} if sandbox_name == "docker" else {}
     if sandbox_name == "docker":
-        from skillctl.sandbox.image import ensure_image
-
         from skillctl.env.prepare import run_image
+        from skillctl.sandbox.image import ensure_image
 
         image = run_image(resolved, reg, image or ensure_image(progress=progress), lock_path=lock_path, index=index_url,
                           allow_sdist=allow_sdist, progress=progress)
-        sandbox = open_sandbox("docker", image=image, memory=memory, cpus=cpus)
-    else:
-        sandbox = open_sandbox("local", allow_unsafe_local=allow_unsafe_local)
+    sandbox = open_sandbox(sandbox_name, image=image, allow_unsafe_local=allow_unsafe_local, progress=progress, **settings)
     transcript_path = transcript_path or _default_transcript()
     with sandbox:
         progress(f"sandbox started ({sandbox_name})")
         if staged is not None:
             # Owned by the agent's user: staged as root, inputs were read-only to the agent and it
-            # could not write into a staged folder. (The local backend runs as the caller anyway.)
-            owner = sandbox.settings.user if sandbox_name == "docker" else None
-            sandbox.put_archive("/workspace", staged, user=owner)
-            progress(f"staged {len(inputs)} input(s) into /workspace")
+            # could not write into a staged folder.
+            sandbox.put_archive(sandbox.workspace, staged, user=sandbox.agent_user)
+            progress(f"staged {len(inputs)} input(s) into {sandbox.workspace}")
         # About 2 % of the context window, at ~4 characters per token (Codex uses the same share).
         budget_chars = catalog_budget or max(200, int(context_budget * 0.02 * 4))
         loaded = load_skills(resolved, reg, sandbox, catalog_budget_chars=budget_chars, progress=progress) if reg is not None else None
@@ -118,9 +115,7 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
                 progress(f"  exit {res.exit_code} in {res.duration_s * 1000:.0f} ms: {cmd[:120]}")
 
         # The sandbox's own paths: a container uses /workspace and /skills, the local backend folders.
-        local_path = getattr(sandbox, "path", None)
-        workspace = str(local_path("/workspace")) if sandbox_name == "local" and local_path else "/workspace"
-        skills_root = getattr(sandbox, "skills_root", "/skills")
+        workspace, skills_root = sandbox.workspace, sandbox.skills_root
         shell = shell_tool(sandbox, approve=approver.approve, default_timeout_ms=timeout_ms, on_result=on_result,
                            workspace=workspace, skills_root=skills_root)
         system_text = system_prompt(loaded.catalog_text if loaded else "", workspace=workspace, skills_root=skills_root)
@@ -141,7 +136,7 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
                       fitter=fitter)
         result = agent.run(system_text, task)
         if output_dir is not None and result.outcome != "sandbox_error":
-            files = extract_outputs(sandbox.get_archive("/workspace"), output_dir)
+            files = extract_outputs(sandbox.get_archive(workspace), output_dir)
             progress(f"copied {len(files)} file(s) from the workspace to {output_dir}")
     if fmt == "json":
         emit_json(result.to_dict())

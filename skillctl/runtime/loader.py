@@ -88,9 +88,9 @@ def load_skills(
     ``refs`` may be reference strings or already-resolved skills (e.g. from a skills.lock, whose
     digests are then enforced: the store must serve exactly those bytes).
     """
-    # Files always go to the sandbox path /skills; where the agent *sees* them may differ (the
-    # local backend maps /skills to a temporary folder and says so in ``skills_root``).
-    root = root or getattr(sandbox, "skills_root", None) or SKILLS_ROOT
+    # Where the agent sees the skills: /skills in a container, a folder on this machine for the
+    # local backend. ``root`` overrides only what the catalog says (a runtime that maps paths).
+    root = root or sandbox.skills_root
     resolved = resolve_all(store, refs)  # step 1 for all skills before any copying: fail early
     # Step 2 in two halves: fetch and verify *every* bundle before copying any, so a tampered or
     # hostile bundle leaves the sandbox untouched instead of half loaded.
@@ -104,7 +104,7 @@ def load_skills(
     # helper in the container's mounts), which made copying dominate the time to first prompt.
     # The archive is rebuilt from the verified contents, so what lands is exactly what was checked.
     if verified:
-        sandbox.put_archive(SKILLS_ROOT, _skills_tar(verified))
+        sandbox.put_archive(sandbox.skills_root, _skills_tar(verified))
     loaded: list[LoadedSkill] = []
     for rs in resolved:
         path = posixpath.join(root, rs.name)

@@ -1,4 +1,4 @@
-"""Sandboxes: where the agent's shell commands run (MISSION D1–D5).
+"""Sandboxes: where the agent's shell commands run.
 
 Backends are chosen by name and imported only when used, so importing this package costs
 nothing and does not need the Docker SDK:
@@ -8,14 +8,14 @@ nothing and does not need the Docker SDK:
              unless ``allow_unsafe_local=True``)
 
 ``open_sandbox(name, **settings)`` returns an unstarted ``skillctl.protocols.Sandbox``; start it
-with ``with sandbox:`` (or ``start()``/``stop()`` in ``try/finally``). The agent image is built
-by ``skillctl.sandbox.image.ensure_image``.
+with ``with sandbox:`` (or ``start()``/``stop()`` in ``try/finally``). This is the only place
+that knows the backends apart: everything else uses the protocol.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, Callable
 
 from skillctl.errors import SandboxError
 from skillctl.protocols import Sandbox
@@ -27,11 +27,22 @@ BACKENDS: dict[str, tuple[str, str, str]] = {
 }
 
 
-def open_sandbox(name: str, **settings: Any) -> Sandbox:
+def open_sandbox(
+    name: str,
+    *,
+    image: str | None = None,
+    allow_unsafe_local: bool = False,
+    progress: Callable[[str], None] | None = None,
+    **settings: Any,
+) -> Sandbox:
     """An unstarted sandbox of backend ``name``, configured by ``settings``.
 
-    ``docker`` takes the fields of ``SandboxSettings`` (unknown ones are a ``ConfigError``);
-    ``local`` takes ``allow_unsafe_local=True`` (required) and a few capture/timeout options.
+    ``image``: for ``docker``, the image to run; None means the agent image of the current
+    recipe, built now if missing (``skillctl.sandbox.image.ensure_image``, reporting to
+    ``progress``). The local backend runs no image, so naming one is an error there.
+    ``allow_unsafe_local`` is the permission the local backend requires (docker needs none).
+    ``settings``: ``docker`` takes the fields of ``SandboxSettings``; ``local`` a few
+    capture/timeout options and ``extra_dirs``. Unknown ones are an error, never ignored.
     """
     if name not in BACKENDS:
         raise SandboxError(f"unknown sandbox {name!r}: choose one of {', '.join(sorted(BACKENDS))}")
@@ -42,12 +53,18 @@ def open_sandbox(name: str, **settings: Any) -> Sandbox:
         raise SandboxError(f"sandbox {name!r} is not available ({exc}): {hint}") from exc
     cls = getattr(module, class_name)
     if name == "docker":
+        from skillctl.sandbox.image import ensure_image
         from skillctl.sandbox.settings import SandboxSettings
 
         client = settings.pop("client", None)
-        return cls(SandboxSettings.from_mapping(settings), client=client)
+        checked = SandboxSettings.from_mapping(settings)  # bad settings fail before any image build
+        if image is None:
+            image = ensure_image(progress=progress, client=client)
+        return cls(checked.replace(image=image), client=client)
+    if image is not None:
+        raise SandboxError(f"the {name} sandbox runs commands on this machine, not in an image; leave out the image ({image})")
     try:
-        return cls(**settings)
+        return cls(allow_unsafe_local=allow_unsafe_local, **settings)
     except TypeError as exc:
         raise SandboxError(f"invalid settings for sandbox {name!r}: {exc}") from exc
 

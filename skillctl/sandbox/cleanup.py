@@ -29,17 +29,23 @@ class _Stoppable(Protocol):
 # Reentrant: the signal handler runs on the main thread, possibly while it holds the lock.
 _lock = threading.RLock()
 _live: dict[int, _Stoppable] = {}
-_installed = False
+_atexit_registered = False
+_signals_installed = False
 
 
 def register(sandbox: _Stoppable) -> None:
-    global _installed
+    """Track ``sandbox`` until ``unregister``. Safe from any thread: runs started on worker
+    threads (batches, evals) are covered by ``atexit``; the signal handlers are installed the
+    first time a sandbox is registered from the main thread."""
+    global _atexit_registered, _signals_installed
     with _lock:
         _live[id(sandbox)] = sandbox
-        if not _installed:
+        if not _atexit_registered:
             atexit.register(stop_all)
+            _atexit_registered = True
+        if not _signals_installed and threading.current_thread() is threading.main_thread():
             _install_signal_handlers()
-            _installed = True
+            _signals_installed = True
 
 
 def unregister(sandbox: _Stoppable) -> None:
@@ -59,8 +65,7 @@ def stop_all() -> None:
 
 
 def _install_signal_handlers() -> None:
-    if threading.current_thread() is not threading.main_thread():
-        return  # signal.signal only works there; atexit and the reaper still cover us
+    # Main thread only (the caller checks): signal.signal raises anywhere else.
     for signum in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(signum) is signal.SIG_DFL:
             signal.signal(signum, _on_fatal_signal)

@@ -61,7 +61,9 @@ def _seconds(value: float) -> str:
 
 
 class DockerSandbox:
-    """``skillctl.protocols.Sandbox`` on a local Docker Engine. See the module docstring."""
+    """``skillctl.protocols.Sandbox`` on a local Docker Engine. See the module docstring.
+
+    Commands see the container's own paths, so ``agent_path`` changes nothing."""
 
     skills_root = "/skills"  # where skills are unpacked, as commands see it
 
@@ -86,6 +88,19 @@ class DockerSandbox:
     @property
     def container_id(self) -> str | None:
         return self._container.id if self._container is not None else None
+
+    @property
+    def workspace(self) -> str:
+        return self.settings.workdir
+
+    @property
+    def agent_user(self) -> str:
+        return self.settings.user
+
+    def agent_path(self, path: str) -> str:
+        if not path.startswith("/") or ".." in PurePosixPath(path).parts:
+            raise SandboxError(f"sandbox paths must be absolute without '..', got {path!r}")
+        return path
 
     def __enter__(self) -> "DockerSandbox":
         self.start()
@@ -117,6 +132,8 @@ class DockerSandbox:
             tmpfs_volume("/skills", self.settings.skills_size, "mode=0755,uid=0,gid=0"),
             tmpfs_volume(self.settings.workdir, self.settings.workspace_size, f"mode=0755,uid={uid},gid={gid}"),
             tmpfs_volume("/tmp", self.settings.tmp_size, "mode=1777"),
+        ] + [
+            tmpfs_volume(d, self.settings.extra_dir_size, f"mode=0755,uid={uid},gid={gid}") for d in self.settings.extra_dirs
         ]
 
     def start(self) -> None:
@@ -435,9 +452,10 @@ class DockerSandbox:
                 self._mkdir(dest_dir, user)
             except docker.errors.APIError as exc:
                 if "read-only" in str(exc):
+                    *first, last = ["/skills", self.settings.workdir, "/tmp", *self.settings.extra_dirs]
                     raise SandboxError(
                         f"cannot write to {dest_dir}: the sandbox's root filesystem is read-only; "
-                        f"put files under /skills, {self.settings.workdir} or /tmp"
+                        f"put files under {', '.join(first)} or {last}"
                     ) from exc
                 raise daemon_error(f"copying files into {dest_dir}", exc) from exc
 

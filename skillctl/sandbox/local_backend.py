@@ -4,16 +4,18 @@ For authoring skills on a machine without Docker. Commands run as the current us
 current user's network and files; the temporary folder only keeps the paths tidy. It is refused
 unless asked for with ``allow_unsafe_local=True`` and warns on stderr when it starts.
 
-Paths: the sandbox folder has ``skills/``, ``workspace/`` and ``tmp/``; ``put_archive`` and
-``get_archive`` take the container paths (``/skills/…``, ``/workspace/…``, ``/tmp/…``) and map
-them there. Commands see the real paths, so a catalog for this backend must point at
-``skills_root`` (also exported to commands as ``$SKILLS_DIR``), not ``/skills``.
+Paths: the sandbox folder has ``skills/``, ``workspace/``, ``tmp/`` and one folder per
+``extra_dirs`` entry. Commands see these real paths (``workspace``, ``skills_root`` — also
+exported to commands as ``$SKILLS_DIR`` — and ``agent_path("/memory")``); every method takes
+them, and also takes the container-style names (``/skills/…``, ``/workspace/…``, ``/tmp/…``,
+``/memory/…``), which it maps there.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -26,11 +28,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, Sequence
 
-from skillctl.errors import SandboxError, SandboxTimeout
+from skillctl.errors import ConfigError, SandboxError, SandboxTimeout
 from skillctl.fsutil import tar_data_filter
 from skillctl.protocols import ExecResult
 from skillctl.sandbox import cleanup
 from skillctl.sandbox.output import DEFAULT_CAPTURE_BYTES, CappedCapture
+from skillctl.sandbox.settings import STANDARD_DIRS, extra_dir_problems
 
 REFUSAL = (
     "the local sandbox runs commands directly on this machine, without any isolation: "
@@ -41,7 +44,6 @@ WARNING = (
     "warning: local sandbox: commands run on this machine as {user} with its network and files; "
     "nothing is isolated"
 )
-_AREAS = ("skills", "workspace", "tmp")
 
 
 class LocalSandbox:
@@ -56,16 +58,24 @@ class LocalSandbox:
         host_grace_s: float = 10.0,
         env: dict[str, str] | None = None,
         max_concurrency: int = 8,
+        extra_dirs: Sequence[str] = (),
         warn_stream: IO[str] | None = None,
     ) -> None:
         if allow_unsafe_local is not True:
             raise SandboxError(REFUSAL)
+        problems = extra_dir_problems(tuple(extra_dirs))
+        if problems:
+            raise ConfigError("invalid sandbox settings: " + "; ".join(problems))
+        self._areas = STANDARD_DIRS + tuple(d[1:] for d in extra_dirs)
         self.max_capture_bytes = max_capture_bytes
         self.kill_after_s = kill_after_s
         self.host_grace_s = host_grace_s
         self.env = dict(env or {})
         self.max_concurrency = max_concurrency
         self._warn_stream = warn_stream
+        # Named now, made at start: the paths are known (and reported) before the sandbox runs,
+        # as a container's are.
+        self._home = Path(tempfile.gettempdir()) / f"skillctl-local-{secrets.token_hex(8)}"
         self._root: Path | None = None
 
     def __enter__(self) -> "LocalSandbox":
@@ -77,16 +87,31 @@ class LocalSandbox:
 
     @property
     def skills_root(self) -> str:
-        return str(self._require_started() / "skills")
+        return str(self._home / "skills")
+
+    @property
+    def workspace(self) -> str:
+        return str(self._home / "workspace")
+
+    @property
+    def agent_user(self) -> None:
+        return None  # commands run as the caller: there is no other user to hand files to
+
+    def agent_path(self, path: str) -> str:
+        return str(self._host_path(path))
 
     def start(self) -> None:
         if self._root is not None:
             return
         stream = self._warn_stream or sys.stderr
         print(WARNING.format(user=_whoami()), file=stream, flush=True)
-        self._root = Path(tempfile.mkdtemp(prefix="skillctl-local-"))
-        for area in _AREAS:
-            (self._root / area).mkdir()
+        try:
+            self._home.mkdir(mode=0o700)  # private, like mkdtemp; never an existing folder
+            for area in self._areas:
+                (self._home / area).mkdir()
+        except OSError as exc:
+            raise SandboxError(f"cannot create the local sandbox folder {self._home}: {exc.strerror or exc}") from exc
+        self._root = self._home
         cleanup.register(self)
 
     def stop(self) -> None:
@@ -100,17 +125,17 @@ class LocalSandbox:
             raise SandboxError("the sandbox is not started: call start() or use it in a `with` block")
         return self._root
 
-    def path(self, sandbox_path: str) -> Path:
-        """Map ``/skills/…``, ``/workspace/…`` or ``/tmp/…`` to the folder on this machine."""
+    def _host_path(self, sandbox_path: str) -> Path:
+        """The folder on this machine for a real path under the sandbox folder, or for a
+        container-style one (``/skills/…``, ``/workspace/…``, ``/tmp/…``, an extra folder)."""
         root = self._require_started()
         pure = PurePosixPath(sandbox_path)
         if not pure.is_absolute() or ".." in pure.parts:
             raise SandboxError(f"sandbox paths must be absolute without '..', got {sandbox_path!r}")
-        parts = pure.parts[1:]
-        if not parts or parts[0] not in _AREAS:
-            raise SandboxError(
-                f"{sandbox_path} is outside the local sandbox: use a path under /skills, /workspace or /tmp"
-            )
+        parts = pure.relative_to(root).parts if pure.is_relative_to(root) else pure.parts[1:]
+        if not parts or parts[0] not in self._areas:
+            places = ", ".join(f"/{a}" for a in self._areas)
+            raise SandboxError(f"{sandbox_path} is outside the local sandbox: use a path under {places}")
         return root.joinpath(*parts)
 
     # ------------------------------------------------------------------ exec
@@ -127,7 +152,7 @@ class LocalSandbox:
         root = self._require_started()
         if not timeout_s > 0:
             raise SandboxError(f"timeout must be a positive number of seconds, got {timeout_s}")
-        workdir = self.path(cwd) if cwd else root / "workspace"
+        workdir = self._host_path(cwd) if cwd else root / "workspace"
         environment = {
             "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
             "HOME": str(root / "workspace"),
@@ -188,7 +213,7 @@ class LocalSandbox:
 
     def put_archive(self, dest_dir: str, tar_bytes: bytes, *, user: str | None = None) -> None:
         """Unpack into the mapped folder; links, devices and paths leaving it are refused."""
-        dest = self.path(dest_dir)
+        dest = self._host_path(dest_dir)
         dest.mkdir(parents=True, exist_ok=True)
         try:
             with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:*") as archive:
@@ -201,7 +226,7 @@ class LocalSandbox:
             raise SandboxError(f"put_archive into {dest_dir}: invalid or refused archive: {exc}") from exc
 
     def get_archive(self, path: str) -> bytes:
-        source = self.path(path)
+        source = self._host_path(path)
         if not source.exists():
             raise SandboxError(f"no such file or folder in the sandbox: {path}")
         buf = io.BytesIO()

@@ -3,7 +3,8 @@
 Every default denies: no network, no capabilities, no privilege gain, bounded processes,
 memory and CPU, a read-only root filesystem, a non-root user. The only writable places are
 three size-capped tmpfs volumes: ``/workspace`` (the agent's), ``/tmp``, and ``/skills``
-(writable only by root, which is how skills are copied in; the agent can only read it).
+(writable only by root, which is how skills are copied in; the agent can only read it) — plus
+one more, the agent's, per ``extra_dirs`` entry (e.g. ``/memory`` for long-term memory).
 
 Override per run with keyword arguments (``open_sandbox("docker", memory="4g")``) or
 ``SandboxSettings.from_mapping`` for a config file's ``sandbox:`` section.
@@ -41,6 +42,8 @@ class SandboxSettings:
     labels: tuple[tuple[str, str], ...] = ()  # extra container labels
     run_id: str | None = None  # default: a fresh random id per sandbox
     max_concurrency: int = 8  # exec_many runs at most this many commands at once
+    extra_dirs: tuple[str, ...] = ()  # more top-level folders the agent may write, e.g. ("/memory",)
+    extra_dir_size: str = "64m"  # size cap of each extra folder
 
     def __post_init__(self) -> None:
         problems = []
@@ -59,6 +62,7 @@ class SandboxSettings:
             problems.append(f"user must be numeric uid[:gid] (it owns the workspace mount), got {self.user!r}")
         if self.max_concurrency < 1:
             problems.append(f"max_concurrency must be at least 1, got {self.max_concurrency}")
+        problems += extra_dir_problems(self.extra_dirs)
         if problems:
             raise ConfigError("invalid sandbox settings: " + "; ".join(problems))
 
@@ -75,6 +79,8 @@ class SandboxSettings:
         for key in ("env", "labels"):
             if isinstance(clean.get(key), Mapping):
                 clean[key] = tuple(sorted((str(k), str(v)) for k, v in clean[key].items()))
+        if isinstance(clean.get("extra_dirs"), list):
+            clean["extra_dirs"] = tuple(clean["extra_dirs"])
         try:
             return cls(**clean)
         except TypeError as exc:
@@ -82,6 +88,29 @@ class SandboxSettings:
 
     def replace(self, **changes: Any) -> "SandboxSettings":
         return dataclasses.replace(self, **changes)
+
+
+# Folders every sandbox has, and the system's own: an extra folder may be none of them.
+STANDARD_DIRS = ("skills", "workspace", "tmp")
+_SYSTEM_DIRS = ("bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "media", "mnt", "opt", "proc", "root",
+                "run", "sbin", "srv", "sys", "usr", "var")
+
+
+def extra_dir_problems(dirs: Any) -> list[str]:
+    """What is wrong with ``extra_dirs`` (shared by every backend): each must be one new
+    top-level folder such as ``/memory``, so it can be a volume of its own in a container."""
+    if not isinstance(dirs, tuple) or not all(isinstance(d, str) for d in dirs):
+        return [f"extra_dirs must be a list of folder paths like '/memory', got {dirs!r}"]
+    problems = []
+    for d in dirs:
+        name = d[1:]
+        if not d.startswith("/") or not name or "/" in name or name in (".", ".."):
+            problems.append(f"extra_dirs: {d!r} is not a top-level folder like '/memory'")
+        elif name in STANDARD_DIRS or name in _SYSTEM_DIRS:
+            problems.append(f"extra_dirs: {d!r} is already a folder of the sandbox or the system; choose another name")
+    if len(set(dirs)) != len(dirs):
+        problems.append(f"extra_dirs: {', '.join(sorted({d for d in dirs if dirs.count(d) > 1}))} listed twice")
+    return problems
 
 
 DEFAULT_SETTINGS = SandboxSettings()

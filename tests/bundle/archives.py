@@ -64,6 +64,11 @@ def tar_bytes(members: list[M], fmt: int = tarfile.PAX_FORMAT) -> bytes:
     return buf.getvalue()
 
 
+def files_tar(files: dict[str, bytes], mode: int = 0o644) -> bytes:
+    """A plain tar of regular files (parents implied), e.g. to stage into a sandbox."""
+    return tar_bytes([M(name, data, mode=mode) for name, data in files.items()])
+
+
 def raw_members(members: list[M], fmt: int = tarfile.PAX_FORMAT) -> bytes:
     """Headers and data of ``members`` with no end-of-archive marker, to append more to."""
     out = []

@@ -3,11 +3,11 @@ hostile (links and escapes skipped)."""
 
 from __future__ import annotations
 
-import io
 import tarfile
 from pathlib import Path
 
 import pytest
+from bundle.archives import M, tar_bytes
 
 from skillctl.errors import SkillctlError
 from skillctl.runtime.loader import load_skills
@@ -32,29 +32,8 @@ def test_system_prompt_names_the_sandbox_paths() -> None:
     assert system_prompt("") == system_prompt("", workspace="/workspace", skills_root="/skills")
 
 
-def _tar(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for info, data in members:
-            tar.addfile(info, io.BytesIO(data) if data is not None else None)
-    return buf.getvalue()
-
-
-def _file(name: str, data: bytes) -> tuple[tarfile.TarInfo, bytes]:
-    info = tarfile.TarInfo(name)
-    info.size = len(data)
-    return info, data
-
-
-def _link(name: str, target: str, kind: bytes = tarfile.SYMTYPE) -> tuple[tarfile.TarInfo, None]:
-    info = tarfile.TarInfo(name)
-    info.type = kind
-    info.linkname = target
-    return info, None
-
-
 def test_outputs_strip_the_top_folder_and_keep_files(tmp_path: Path) -> None:
-    data = _tar([_file("workspace/a.txt", b"A"), _file("workspace/d/b.txt", b"B")])
+    data = tar_bytes([M("workspace/a.txt", b"A"), M("workspace/d/b.txt", b"B")])
     written = extract_outputs(data, tmp_path / "out")
     assert sorted(written) == ["a.txt", "d/b.txt"]
     assert (tmp_path / "out" / "d" / "b.txt").read_bytes() == b"B"
@@ -62,12 +41,12 @@ def test_outputs_strip_the_top_folder_and_keep_files(tmp_path: Path) -> None:
 
 def test_outputs_skip_links_and_escapes(tmp_path: Path) -> None:
     outside = tmp_path / "outside.txt"
-    data = _tar([
-        _link("workspace/passwd", "/etc/passwd"),
-        _link("workspace/hard", "/etc/passwd", tarfile.LNKTYPE),
-        _file("workspace/../../outside.txt", b"escaped"),
-        _file("/abs.txt", b"absolute"),
-        _file("workspace/ok.txt", b"ok"),
+    data = tar_bytes([
+        M("workspace/passwd", type=tarfile.SYMTYPE, linkname="/etc/passwd"),
+        M("workspace/hard", type=tarfile.LNKTYPE, linkname="/etc/passwd"),
+        M("workspace/../../outside.txt", b"escaped"),
+        M("/abs.txt", b"absolute"),
+        M("workspace/ok.txt", b"ok"),
     ])
     written = extract_outputs(data, tmp_path / "out")
     assert written == ["ok.txt"]
@@ -76,6 +55,6 @@ def test_outputs_skip_links_and_escapes(tmp_path: Path) -> None:
 
 
 def test_outputs_over_the_size_cap_are_refused(tmp_path: Path) -> None:
-    data = _tar([_file("workspace/big.bin", b"x" * 2048)])
+    data = tar_bytes([M("workspace/big.bin", b"x" * 2048)])
     with pytest.raises(SkillctlError, match="exceeds"):
         extract_outputs(data, tmp_path / "out", max_bytes=1024)

@@ -1,27 +1,24 @@
-"""The unsafe local backend: refused unless asked for, and then a working Sandbox."""
+"""The unsafe local backend: refused unless asked for, and what only it does (paths on this
+machine, the warning). What every backend shares is in ``test_conformance.py``."""
 
 from __future__ import annotations
 
 import io
+import os
+import signal
+import subprocess
+import sys
 import tarfile
-import time
+import textwrap
+from pathlib import Path
 
 import pytest
+from bundle.archives import files_tar
 
 from skillctl.errors import ConfigError, SandboxError
 from skillctl.protocols import Sandbox
 from skillctl.sandbox import open_sandbox
 from skillctl.sandbox.local_backend import LocalSandbox
-
-
-def _tar(files: dict[str, bytes], mode: int = 0o644) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as archive:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), mode
-            archive.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 @pytest.fixture
@@ -48,8 +45,23 @@ def test_unknown_backend_lists_the_valid_ones():
 def test_bad_settings_are_one_line_errors():
     with pytest.raises(SandboxError, match="invalid settings for sandbox 'local'"):
         open_sandbox("local", allow_unsafe_local=True, colour="blue")
+    with pytest.raises(SandboxError, match="not in an image; leave out the image \\(some:image\\)"):
+        open_sandbox("local", allow_unsafe_local=True, image="some:image")
     with pytest.raises(ConfigError, match="unknown sandbox setting\\(s\\): colour; valid ones: .*memory"):
         open_sandbox("docker", colour="blue")
+
+
+@pytest.mark.parametrize("dirs, message", [
+    (["memory"], "'memory' is not a top-level folder"),
+    (["/a/b"], "'/a/b' is not a top-level folder"),
+    (["/workspace"], "'/workspace' is already a folder of the sandbox or the system"),
+    (["/etc"], "'/etc' is already a folder"),
+    (["/m", "/m"], "/m listed twice"),
+])
+def test_extra_folders_must_be_new_top_level_folders(dirs, message):
+    for backend, extra in (("local", {"allow_unsafe_local": True}), ("docker", {})):
+        with pytest.raises(ConfigError, match=f"invalid sandbox settings: extra_dirs: {message}"):
+            open_sandbox(backend, extra_dirs=dirs, **extra)
 
 
 def test_warns_on_stderr_when_started(capsys):
@@ -60,33 +72,6 @@ def test_warns_on_stderr_when_started(capsys):
     assert "nothing is isolated" in capsys.readouterr().err
 
 
-def test_exec_runs_in_the_workspace_with_explicit_env(local):
-    result = local.exec('pwd; echo "$GREETING"; exit 3', env={"GREETING": "hi"})
-    assert result.outcome_type == "exit" and result.exit_code == 3
-    assert result.stdout.splitlines() == [str(local.path("/workspace")), "hi"]
-    assert "nothing is isolated" in local.warnings.getvalue()
-
-
-def test_timeout_kills_the_whole_process_group(local, tmp_path):
-    pidfile = tmp_path / "pid"
-    started = time.monotonic()
-    result = local.exec(f"sleep 300 & echo $! > {pidfile}; wait", timeout_s=0.5)
-    assert result.outcome_type == "timeout" and result.exit_code is None
-    assert time.monotonic() - started < 60  # far below the 300 s it would take unkilled
-    pid = int(pidfile.read_text())
-    time.sleep(0.2)
-    assert _state(pid) in (None, "Z"), "the background child outlived the timeout"
-
-
-def _state(pid: int) -> str | None:
-    """The process's state letter, None if it is gone (a zombie, "Z", is dead but unreaped)."""
-    try:
-        stat = open(f"/proc/{pid}/stat").read()
-    except FileNotFoundError:
-        return None
-    return stat[stat.rfind(")") + 2]
-
-
 def test_output_flood_is_capped():
     with LocalSandbox(allow_unsafe_local=True, max_capture_bytes=4096, warn_stream=io.StringIO()) as sandbox:
         result = sandbox.exec("head -c 5000000 /dev/zero | tr '\\0' a")
@@ -95,19 +80,16 @@ def test_output_flood_is_capped():
     assert marker and head == "a" * 2048 and tail.endswith("]\n" + "a" * 2048)
 
 
-def test_exec_many_runs_concurrently_in_order(local, tmp_path):
-    # A rendezvous instead of a stopwatch: both succeed only if they overlap.
-    wait = "touch {d}/rv-{me}; i=0; while [ ! -e {d}/rv-{other} ]; do i=$((i+1)); [ $i -gt 600 ] && exit 9; sleep 0.05; done; echo {me}"
-    results = local.exec_many([wait.format(d=tmp_path, me="a", other="b"), "echo second", wait.format(d=tmp_path, me="b", other="a")])
-    assert [(r.exit_code, r.stdout) for r in results] == [(0, "a\n"), (0, "second\n"), (0, "b\n")]
-
-
-def test_put_and_get_archive_round_trip(local):
-    local.put_archive("/skills/demo", _tar({"scripts/run.sh": b"#!/bin/sh\necho ran\n"}, 0o755))
+def test_container_style_and_real_paths_name_the_same_folders(local):
+    local.put_archive("/skills/demo", files_tar({"scripts/run.sh": b"#!/bin/sh\necho ran\n"}, 0o755))
+    assert local.skills_root.startswith(str(Path(local.workspace).parent))  # a folder on this machine
     assert local.exec(f"{local.skills_root}/demo/scripts/run.sh").stdout == "ran\n"
     assert local.exec('"$SKILLS_DIR"/demo/scripts/run.sh').stdout == "ran\n"
-    with tarfile.open(fileobj=io.BytesIO(local.get_archive("/skills/demo")), mode="r") as archive:
-        assert "demo/scripts/run.sh" in archive.getnames()
+    for path in ("/skills/demo", f"{local.skills_root}/demo"):
+        with tarfile.open(fileobj=io.BytesIO(local.get_archive(path)), mode="r") as archive:
+            assert "demo/scripts/run.sh" in archive.getnames()
+    assert local.agent_path("/tmp/x") == str(Path(local.workspace).parent / "tmp" / "x")
+    assert local.agent_user is None
 
 
 @pytest.mark.parametrize(
@@ -126,28 +108,60 @@ def test_put_archive_refuses_hostile_members(local, name, kind):
 
 
 def test_paths_outside_the_sandbox_are_refused(local):
+    with pytest.raises(SandboxError, match="outside the local sandbox: use a path under /skills, /workspace, /tmp"):
+        local.put_archive("/etc", files_tar({"x": b""}))
     with pytest.raises(SandboxError, match="outside the local sandbox"):
-        local.put_archive("/etc", _tar({"x": b""}))
+        local.agent_path("/memory")  # an extra folder exists only when asked for
     with pytest.raises(SandboxError, match="without '..'"):
         local.get_archive("/workspace/../../etc")
     with pytest.raises(SandboxError, match="no such file"):
         local.get_archive("/workspace/missing")
 
 
-def test_not_started_and_bad_timeout_are_errors():
-    sandbox = LocalSandbox(allow_unsafe_local=True, warn_stream=io.StringIO())
-    with pytest.raises(SandboxError, match="not started"):
-        sandbox.exec("true")
-    with sandbox:
-        with pytest.raises(SandboxError, match="positive"):
-            sandbox.exec("true", timeout_s=0)
-
-
 def test_stop_removes_the_folder():
     sandbox = LocalSandbox(allow_unsafe_local=True, warn_stream=io.StringIO())
     sandbox.start()
-    root = sandbox.path("/workspace").parent
+    root = Path(sandbox.workspace).parent
     assert root.is_dir()
     sandbox.stop()
     assert not root.exists()
     sandbox.stop()  # idempotent
+
+
+CLEANUP_SCRIPT = textwrap.dedent(
+    """
+    import io, signal, sys, threading, time
+    from skillctl.sandbox.local_backend import LocalSandbox
+
+    def make():
+        sb = LocalSandbox(allow_unsafe_local=True, warn_stream=io.StringIO())
+        sb.start()
+        return sb
+
+    box = []
+    worker = threading.Thread(target=lambda: box.append(make()))  # a batch worker starts one first
+    worker.start()
+    worker.join()
+    print(signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, flush=True)  # no handler from a thread
+    main = make()  # then the main thread: the handlers go in now
+    print(box[0].workspace, main.workspace, flush=True)
+    time.sleep(120)
+    """
+)
+
+
+def test_sandboxes_started_on_worker_threads_are_cleaned_up_on_sigterm(tmp_path):
+    script = tmp_path / "owner.py"
+    script.write_text(CLEANUP_SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "True", proc.stderr.read()
+        folders = [Path(p).parent for p in proc.stdout.readline().split()]
+        assert len(folders) == 2 and all(f.is_dir() for f in folders)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGTERM  # the signal's usual course, after the cleanup
+    assert not any(f.exists() for f in folders)
