@@ -2,9 +2,20 @@
 first final answer or at a budget.
 
 The loop knows only the ``Model`` protocol and a ``ToolBox`` (whose shell tool wraps a
-``Sandbox``). Before every request the history is fitted to the context budget (E1–E2); what is
-sent may differ from the history, the history never changes. Control flow uses ``StopRun``
-exceptions; the transcript's ``run_end`` is written in ``finally``, whatever happened.
+``Sandbox``). It is a few small steps, each a method a subclass may replace (the mini-swe-agent
+shape)::
+
+    run(system, task)                 start, loop over step(), end on a StopRun, result
+      step()                          one model call and what it proposes
+        check_limits()                steps, wall clock, cancellation
+        fit_request()                 what is sent: the history fitted to the budget (E1–E2)
+        query(request)                the model call, its cost c_k, the assistant message
+        execute(calls) -> observe()   run each tool call, append its result
+
+Every way of ending is a ``StopRun`` (``skillctl.runtime.stops``), raised by a step or mapped
+from an error in one place (``stop_for``); the transcript's ``run_end`` is written in
+``finally``, whatever happened. What is sent may differ from the history; the history never
+changes.
 
 Cost (C4): c_k is the size of the context sent at call k — the API's reported input tokens when
 it reports them, else the E5 estimate of the messages plus the tool definitions — and
@@ -13,58 +24,31 @@ Z = Σ c_k. With a constant growth d per step, Z = K·c₁ + d·K(K−1)/2.
 
 from __future__ import annotations
 
+import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 from skillctl.context import FitResult, PrefixReuse, fit
-from skillctl.errors import CONTEXT_TOO_LONG_MESSAGE, ContextTooLong, ModelError, SandboxError
-from skillctl.messages import Message, assistant, system, tool_result, user
-from skillctl.protocols import Model
-from skillctl.runtime.tools import ToolBox, tool_spec_tokens
+from skillctl.messages import Message, ToolCall, assistant, system, tool_result, user
+from skillctl.protocols import Model, ModelReply
+from skillctl.runtime.result import RunResult
+from skillctl.runtime.stops import (
+    OUTCOME_EXIT_CODES,
+    Answered,
+    BudgetExhausted,
+    Cancelled,
+    Crashed,
+    InvalidCalls,
+    StopRun,
+    TimeExhausted,
+    TokensExhausted,
+    stop_for,
+)
+from skillctl.runtime.tools import ToolBox, ToolOutcome, tool_spec_tokens
 from skillctl.runtime.transcript import Transcript
 
-OUTCOME_EXIT_CODES = {
-    "answered": 0,
-    "budget_exhausted": 3,
-    "time_exhausted": 4,
-    "tokens_exhausted": 5,
-    "invalid_calls": 6,
-    "context_too_long": 7,
-    "model_error": 8,
-    "sandbox_error": 9,
-    "interrupted": 130,
-}
-
-
-class StopRun(Exception):
-    """Ends the loop with an outcome (not an error of the harness)."""
-
-    outcome = "stopped"
-
-    def __init__(self, message: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class Answered(StopRun):
-    outcome = "answered"
-
-
-class BudgetExhausted(StopRun):
-    outcome = "budget_exhausted"
-
-
-class TimeExhausted(StopRun):
-    outcome = "time_exhausted"
-
-
-class TokensExhausted(StopRun):
-    outcome = "tokens_exhausted"
-
-
-class InvalidCalls(StopRun):
-    outcome = "invalid_calls"
+__all__ = ["OUTCOME_EXIT_CODES", "Agent", "Limits", "RunResult"]
 
 
 @dataclass(frozen=True)
@@ -76,42 +60,10 @@ class Limits:
     context_budget: int = 100_000  # tokens per request (what is sent is fitted to this)
 
 
-@dataclass
-class RunResult:
-    outcome: str
-    answer: str | None
-    steps: int  # K: model calls made
-    Z: int
-    context_sizes: list[int]
-    message: str = ""
-    transcript: str | None = None
-    prefix_reuse: float = 1.0
-    fit_passes: list[int] = field(default_factory=list)
-    history: list[Message] = field(default_factory=list, repr=False)
-
-    @property
-    def exit_code(self) -> int:
-        return OUTCOME_EXIT_CODES.get(self.outcome, 1)
-
-    @property
-    def final_context(self) -> int:
-        return self.context_sizes[-1] if self.context_sizes else 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "outcome": self.outcome,
-            "answer": self.answer,
-            "steps": self.steps,
-            "Z": self.Z,
-            "context_sizes": self.context_sizes,
-            "final_context": self.final_context,
-            "prefix_reuse": round(self.prefix_reuse, 4),
-            "message": self.message,
-            "transcript": self.transcript,
-        }
-
-
 class Agent:
+    """One agent run at a time. ``cancel``: an event another thread sets to stop the run at the
+    next step (the shell tool also stops waiting for running commands)."""
+
     def __init__(
         self,
         model: Model,
@@ -122,6 +74,7 @@ class Agent:
         progress: Callable[[str], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         fitter: Callable[[list[Message], int], FitResult] | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -131,87 +84,126 @@ class Agent:
         self.clock = clock
         # What is sent for a history: ``fit`` (clear, then cut) or a Compactor's ``fit`` (D7).
         self.fitter = fitter or (lambda history, budget: fit(history, budget))
+        self.cancel = cancel
+
+    # ------------------------------------------------------------------ the run
 
     def run(self, system_text: str, task: str) -> RunResult:
-        specs = self.tools.specs
-        spec_tokens = tool_spec_tokens(specs)
-        history: list[Message] = []
-        sizes: list[int] = []
-        passes: list[int] = []
-        prefix = PrefixReuse()
-        invalid_in_a_row = 0
-        answer: str | None = None
-        outcome, message = "answered", ""
-        started = self.clock()
-        self.transcript.event(
-            "run_start", model=getattr(self.model, "name", type(self.model).__name__),
-            tools=[s.name for s in specs], limits=self.limits.__dict__,
-        )
-
-        def append(m: Message, **extra: Any) -> None:
-            history.append(m)
-            self.transcript.message(m, **extra)
-
+        self.start(system_text, task)
+        stop: StopRun = Crashed("the run ended by an unexpected error")
         try:
-            append(system(system_text))
-            append(user(task))
             while True:
-                if len(sizes) >= self.limits.max_steps:
-                    raise BudgetExhausted(f"step budget exhausted: {self.limits.max_steps} model calls without a final answer")
-                if self.limits.max_seconds is not None and self.clock() - started > self.limits.max_seconds:
-                    raise TimeExhausted(f"time budget exhausted after {self.clock() - started:.1f} s")
-                fitted: FitResult = self.fitter(history, max(1, self.limits.context_budget - spec_tokens))
-                # Checked against the request about to be sent, not only the calls already made:
-                # otherwise the last request could carry Z past the budget by a whole context.
-                if self.limits.max_total_tokens is not None and sum(sizes) + fitted.tokens + spec_tokens > self.limits.max_total_tokens:
-                    raise TokensExhausted(
-                        f"token budget exhausted: Z = {sum(sizes)}, and the next request "
-                        f"(~{fitted.tokens + spec_tokens} tokens) would pass {self.limits.max_total_tokens}"
-                    )
-                prefix.observe(fitted.messages)
-                passes.append(fitted.pass_used)
-                step = len(sizes) + 1
-                self.transcript.request(step, fitted.messages, estimated_tokens=fitted.tokens + spec_tokens, fit=fitted.to_dict())
-                t0 = self.clock()
-                reply = self.model.complete(fitted.messages, specs)
-                c_k = reply.input_tokens if reply.input_tokens is not None else fitted.tokens + spec_tokens
-                sizes.append(c_k)
-                self.transcript.event("reply", step=step, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
-                                      c_k=c_k, seconds=round(self.clock() - t0, 4))
-                append(assistant(reply.content, reply.tool_calls))
-                if not reply.tool_calls:
-                    answer = reply.content
-                    self.progress(f"step {step}: answer ({c_k} tokens in context)")
-                    raise Answered()
-                all_invalid = True
-                for call in reply.tool_calls:
-                    self.progress(f"step {step}: {call.name} {call.arguments[:200]}")
-                    result = self.tools.call(call)
-                    if result.ok:
-                        all_invalid = False
-                    else:
-                        self.progress(f"step {step}: refused invalid call: {result.text[:200]}")
-                    append(tool_result(call, result.text), details=result.details, valid=result.ok)
-                invalid_in_a_row = invalid_in_a_row + 1 if all_invalid else 0
-                if invalid_in_a_row >= self.limits.max_invalid_in_a_row:
-                    raise InvalidCalls(f"stopped after {invalid_in_a_row} model turns in a row with only invalid tool calls")
-        except StopRun as stop:
-            outcome, message = stop.outcome, stop.message
-        except ContextTooLong as exc:
-            outcome, message = "context_too_long", CONTEXT_TOO_LONG_MESSAGE
-            self.transcript.event("error", kind="context_too_long", detail=exc.detail)
-        except ModelError as exc:
-            outcome, message = "model_error", str(exc)
-        except SandboxError as exc:
-            outcome, message = "sandbox_error", str(exc)
-        except KeyboardInterrupt:
-            outcome, message = "interrupted", "interrupted by the user"
+                self.step()
+        except BaseException as exc:
+            mapped = stop_for(exc)
+            if mapped is None:
+                stop.detail = repr(exc)
+                raise
+            stop = mapped
         finally:
-            result = RunResult(
-                outcome=outcome, answer=answer, steps=len(sizes), Z=sum(sizes), context_sizes=sizes, message=message,
-                transcript=str(self.transcript.path) if self.transcript.path else None,
-                prefix_reuse=prefix.ratio if prefix.compared else 1.0, fit_passes=passes, history=history,
-            )
-            self.transcript.event("run_end", **result.to_dict())
-            self.transcript.close()
+            result = self.finish(stop)
         return result
+
+    def start(self, system_text: str, task: str) -> None:
+        """Fresh state for one run; c₁ = the system text and the task."""
+        self.specs = self.tools.specs
+        self.spec_tokens = tool_spec_tokens(self.specs)
+        self.history: list[Message] = []
+        self.sizes: list[int] = []  # c_k per model call
+        self.passes: list[int] = []  # which fitting pass each request needed
+        self.prefix = PrefixReuse()
+        self.invalid_in_a_row = 0
+        self.started = self.clock()
+        self.transcript.event(
+            "run_start", model=self.model.name,
+            tools=[s.name for s in self.specs], limits=self.limits.__dict__,
+        )
+        self.append(system(system_text))
+        self.append(user(task))
+
+    def step(self) -> None:
+        """One model call and the tool calls it proposes (C1); raises ``Answered`` at the end."""
+        self.check_limits()
+        request = self.fit_request()
+        reply = self.query(request)
+        if not reply.tool_calls:
+            self.progress(f"step {len(self.sizes)}: answer ({self.sizes[-1]} tokens in context)")
+            raise Answered(reply.content)
+        self.execute(reply.tool_calls)
+
+    def finish(self, stop: StopRun) -> RunResult:
+        """The result for ``stop``; the transcript's last event, written whatever happened."""
+        if stop.from_error:
+            self.transcript.event("error", kind=stop.outcome, detail=stop.detail or stop.message)
+        result = RunResult(
+            outcome=stop.outcome, answer=stop.answer if isinstance(stop, Answered) else None, steps=len(self.sizes),
+            Z=sum(self.sizes), context_sizes=list(self.sizes), message=stop.message,
+            transcript=str(self.transcript.path) if self.transcript.path else None,
+            prefix_reuse=self.prefix.ratio if self.prefix.compared else 1.0, duration_s=self.clock() - self.started,
+            fit_passes=list(self.passes), history=self.history,
+        )
+        self.transcript.event("run_end", **result.to_dict())
+        self.transcript.close()
+        return result
+
+    # ------------------------------------------------------------------ the steps
+
+    def append(self, message: Message, **extra: Any) -> None:
+        self.history.append(message)
+        self.transcript.message(message, **extra)
+
+    def check_limits(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise Cancelled("the run was cancelled")
+        if len(self.sizes) >= self.limits.max_steps:
+            raise BudgetExhausted(f"step budget exhausted: {self.limits.max_steps} model calls without a final answer")
+        elapsed = self.clock() - self.started
+        if self.limits.max_seconds is not None and elapsed > self.limits.max_seconds:
+            raise TimeExhausted(f"time budget exhausted after {elapsed:.1f} s")
+
+    def fit_request(self) -> FitResult:
+        fitted = self.fitter(self.history, max(1, self.limits.context_budget - self.spec_tokens))
+        # Checked against the request about to be sent, not only the calls already made:
+        # otherwise the last request could carry Z past the budget by a whole context.
+        budget = self.limits.max_total_tokens
+        if budget is not None and sum(self.sizes) + fitted.tokens + self.spec_tokens > budget:
+            raise TokensExhausted(
+                f"token budget exhausted: Z = {sum(self.sizes)}, and the next request "
+                f"(~{fitted.tokens + self.spec_tokens} tokens) would pass {budget}"
+            )
+        self.prefix.observe(fitted.messages)
+        self.passes.append(fitted.pass_used)
+        return fitted
+
+    def query(self, request: FitResult) -> ModelReply:
+        step = len(self.sizes) + 1
+        estimate = request.tokens + self.spec_tokens
+        self.transcript.request(step, request.messages, estimated_tokens=estimate, fit=request.to_dict())
+        t0 = self.clock()
+        reply = self.model.complete(request.messages, self.specs)
+        c_k = reply.input_tokens if reply.input_tokens is not None else estimate
+        self.sizes.append(c_k)
+        self.transcript.event("reply", step=step, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
+                              c_k=c_k, seconds=round(self.clock() - t0, 4))
+        self.append(assistant(reply.content, reply.tool_calls))
+        return reply
+
+    def execute(self, calls: Sequence[ToolCall]) -> None:
+        """Run every call of one reply; a turn of only invalid calls counts towards a stop."""
+        step = len(self.sizes)
+        all_invalid = True
+        for call in calls:
+            self.progress(f"step {step}: {call.name} {call.arguments[:200]}")
+            outcome = self.tools.call(call)
+            if outcome.ok:
+                all_invalid = False
+            else:
+                self.progress(f"step {step}: refused invalid call: {outcome.text[:200]}")
+            self.observe(call, outcome)
+        self.invalid_in_a_row = self.invalid_in_a_row + 1 if all_invalid else 0
+        if self.invalid_in_a_row >= self.limits.max_invalid_in_a_row:
+            raise InvalidCalls(f"stopped after {self.invalid_in_a_row} model turns in a row with only invalid tool calls")
+
+    def observe(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        """c_{k+1} = c_k ⊕ v_k ⊕ N(v_k): the tool's result joins the history."""
+        self.append(tool_result(call, outcome.text), details=outcome.details, valid=outcome.ok)

@@ -53,40 +53,45 @@ def inputs_tar(paths: Sequence[Path]) -> bytes:
 MAX_OUTPUT_FILES = 10_000
 
 
-def extract_outputs(tar_bytes: bytes, dest: Path, *, max_bytes: int = MAX_INPUT_BYTES) -> list[str]:
+def extract_outputs(tar_bytes: bytes, dest: Path, *, max_bytes: int = MAX_INPUT_BYTES, max_files: int = MAX_OUTPUT_FILES) -> list[str]:
     """Unpack a tar copied out of the sandbox into ``dest``; returns the files written.
 
     The archive was written by whatever ran in the sandbox, so it is hostile: only regular files
     and folders are written (links, devices and fifos are skipped), no member may leave ``dest``,
-    and sizes and counts are capped. ``tarfile``'s ``data`` filter runs on top of these checks.
+    and sizes and counts are capped — all checked before the first file is written, so a refused
+    archive leaves ``dest`` as it was. ``tarfile``'s ``data`` filter runs on top of these checks.
     The top folder of the archive (``workspace/``) is stripped.
     """
     import posixpath
 
-    written: list[str] = []
-    total = 0
-    dest.mkdir(parents=True, exist_ok=True)
     root = dest.resolve()
-    with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tar:
-        members = tar.getmembers()
-        if len(members) > MAX_OUTPUT_FILES:
-            raise SkillctlError(f"the sandbox's output has {len(members)} entries; the limit is {MAX_OUTPUT_FILES}")
-        for m in members:
-            raw = m.name.split("/")
-            if posixpath.isabs(m.name) or ".." in raw or not (m.isfile() or m.isdir()):
-                continue  # escapes, links, devices: never written
-            parts = posixpath.normpath(m.name).split("/")
-            rel = "/".join(parts[1:])  # strip "workspace/"
-            if not rel:
-                continue
-            target = (root / rel).resolve()
-            if root not in target.parents and target != root:
-                continue
-            total += m.size
-            if total > max_bytes:
-                raise SkillctlError(f"the sandbox's output exceeds {max_bytes >> 20} MiB; copy less out")
-            m.name = rel
-            tar.extract(m, root, **tar_data_filter())
-            if m.isfile():
-                written.append(rel)
+    chosen: list[tuple[tarfile.TarInfo, str]] = []
+    total = 0
+    try:
+        with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tar:
+            members = tar.getmembers()
+            if len(members) > max_files:
+                raise SkillctlError(f"the sandbox's output has {len(members)} entries; the limit is {max_files}")
+            for m in members:
+                raw = m.name.split("/")
+                if posixpath.isabs(m.name) or ".." in raw or not (m.isfile() or m.isdir()):
+                    continue  # escapes, links, devices: never written
+                parts = posixpath.normpath(m.name).split("/")
+                rel = "/".join(parts[1:])  # strip "workspace/"
+                target = (root / rel).resolve()
+                if not rel or (root not in target.parents and target != root):
+                    continue
+                total += m.size
+                if total > max_bytes:
+                    raise SkillctlError(f"the sandbox's output exceeds {max_bytes >> 20} MiB; copy less out")
+                chosen.append((m, rel))
+            dest.mkdir(parents=True, exist_ok=True)
+            written: list[str] = []
+            for m, rel in chosen:
+                m.name = rel
+                tar.extract(m, root, **tar_data_filter())
+                if m.isfile():
+                    written.append(rel)
+    except (OSError, tarfile.TarError) as exc:
+        raise SkillctlError(f"cannot copy the sandbox's output into {dest}: {getattr(exc, 'strerror', None) or exc}") from None
     return written

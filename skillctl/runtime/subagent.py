@@ -10,6 +10,7 @@ start children (depth 1), which bounds the cost of a model that keeps delegating
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -48,8 +49,10 @@ def subagent_tool(
     limits: Limits = Limits(),
     transcript_dir: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> Tool:
-    """The ``subagent`` tool. ``child_tools`` must not include a subagent tool (depth 1)."""
+    """The ``subagent`` tool. ``child_tools`` must not include a subagent tool (depth 1);
+    ``cancel`` stops the child as it stops the parent."""
     if any(t.name == "subagent" for t in child_tools):
         raise ValueError("sub-agents cannot start sub-agents: leave the subagent tool out of child_tools")
     counter = {"n": 0}
@@ -61,7 +64,7 @@ def subagent_tool(
         path = transcript_dir / f"subagent-{n}.jsonl" if transcript_dir is not None else None
         child = Agent(
             model, ToolBox(list(child_tools)), limits=limits, transcript=Transcript(path),
-            progress=lambda m: say(f"  [sub-agent {n}] {m}"),
+            progress=lambda m: say(f"  [sub-agent {n}] {m}"), cancel=cancel,
         )
         result = child.run(system_text, args["task"])
         details = {"subagent": n, **result.to_dict()}

@@ -18,6 +18,7 @@ import jsonschema
 from skillctl.errors import ConfigError
 from skillctl.messages import ToolCall
 from skillctl.protocols import ExecResult, Sandbox, ToolSpec
+from skillctl.runtime.stops import Cancelled
 from skillctl.sandbox.output import format_result
 
 DEFAULT_TIMEOUT_MS = 60_000
@@ -114,14 +115,15 @@ SHELL_DESCRIPTION = (
 )
 
 
-def _interruptible(fn: Callable[[], Any]) -> Any:
-    """``fn()``, run on a daemon thread while this one waits for it.
+def _interruptible(fn: Callable[[], Any], cancel: threading.Event | None = None) -> Any:
+    """``fn()``, run on a daemon thread while this one waits for it — or until ``cancel`` is set.
 
     Why: a backend that runs commands on a thread pool waits for them when interrupted (the
     pool's shutdown joins its workers), so Ctrl-C reached the loop only when every command had
-    finished or timed out — minutes later. Waiting here instead lets ``KeyboardInterrupt`` through
-    at once; the commands still running end when the caller stops the sandbox (``skillctl run``
-    does so in its ``with`` block), and their late results are discarded.
+    finished or timed out — minutes later. Waiting here instead lets ``KeyboardInterrupt`` (or
+    ``Cancelled``, from another thread) through at once; the commands still running end when the
+    caller stops the sandbox (``skillctl.runtime.run`` does so in its ``with`` block), and their
+    late results are discarded.
     """
     box: dict[str, Any] = {}
 
@@ -133,7 +135,12 @@ def _interruptible(fn: Callable[[], Any]) -> Any:
 
     worker = threading.Thread(target=target, name="shell-tool", daemon=True)
     worker.start()
-    worker.join()  # interruptible: a signal's exception is raised here
+    if cancel is None:
+        worker.join()  # interruptible: a signal's exception is raised here
+    while worker.is_alive():
+        if cancel is not None and cancel.wait(0.1):
+            raise Cancelled("the run was cancelled while commands were running")
+        worker.join(0.01)
     if "error" in box:
         raise box["error"]
     return box["value"]
@@ -146,10 +153,10 @@ def shell_tool(
     default_timeout_ms: int = DEFAULT_TIMEOUT_MS,
     default_max_output: int = DEFAULT_MAX_OUTPUT,
     on_result: Callable[[str, ExecResult | None, str], None] | None = None,
-    workspace: str = "/workspace",
-    skills_root: str = "/skills",
+    cancel: threading.Event | None = None,
 ) -> Tool:
-    """The shell tool over ``sandbox``. ``approve(command)`` → (allowed, reason) (C6)."""
+    """The shell tool over ``sandbox``. ``approve(command)`` → (allowed, reason) (C6). Its
+    description names the sandbox's own paths (``workspace``, ``skills_root``)."""
 
     def run(args: dict[str, Any]) -> ToolOutcome:
         commands: list[str] = args["commands"]
@@ -162,7 +169,7 @@ def shell_tool(
         # gone, daemon failing after retries, host deadline passed), which no later command can
         # fix, so it ends the run as ``sandbox_error`` instead of being fed to the model turn
         # after turn. A command that fails or times out is a result, not an exception.
-        results = iter(_interruptible(lambda: sandbox.exec_many(allowed, timeout_s=timeout_s)) if allowed else [])
+        results = iter(_interruptible(lambda: sandbox.exec_many(allowed, timeout_s=timeout_s), cancel) if allowed else [])
         elapsed = time.monotonic() - started
         parts: list[str] = []
         records: list[dict[str, Any]] = []
@@ -182,7 +189,8 @@ def shell_tool(
                 on_result(cmd, res, reason)
         return ToolOutcome("\n\n".join(parts), details={"output": records, "elapsed_s": round(elapsed, 4)})
 
-    return Tool("shell", SHELL_DESCRIPTION.format(workspace=workspace, skills=skills_root), SHELL_SCHEMA, run)
+    description = SHELL_DESCRIPTION.format(workspace=sandbox.workspace, skills=sandbox.skills_root)
+    return Tool("shell", description, SHELL_SCHEMA, run)
 
 
 def tool_spec_tokens(specs: Sequence[ToolSpec]) -> int:

@@ -27,6 +27,27 @@ BACKENDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+# Backends whose sandboxes run an image (and so can have one chosen for them).
+IMAGE_BACKENDS = frozenset({"docker"})
+
+
+def base_image(name: str, image: str | None = None, *, progress: Callable[[str], None] | None = None) -> str | None:
+    """The image backend ``name`` would run: ``image`` when given, else for docker the agent
+    image of the current recipe (built now if missing). None for a backend that runs no image;
+    naming one for it is an error."""
+    if name not in BACKENDS:
+        raise SandboxError(f"unknown sandbox {name!r}: choose one of {', '.join(sorted(BACKENDS))}")
+    if name not in IMAGE_BACKENDS:
+        if image is not None:
+            raise SandboxError(f"the {name} sandbox runs commands on this machine, not in an image; leave out the image ({image})")
+        return None
+    if image is not None:
+        return image
+    from skillctl.sandbox.image import ensure_image
+
+    return ensure_image(progress=progress)
+
+
 def open_sandbox(
     name: str,
     *,
@@ -61,8 +82,7 @@ def open_sandbox(
         if image is None:
             image = ensure_image(progress=progress, client=client)
         return cls(checked.replace(image=image), client=client)
-    if image is not None:
-        raise SandboxError(f"the {name} sandbox runs commands on this machine, not in an image; leave out the image ({image})")
+    base_image(name, image)  # refuses an image for a backend that runs none
     try:
         return cls(allow_unsafe_local=allow_unsafe_local, **settings)
     except TypeError as exc:

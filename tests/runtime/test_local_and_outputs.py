@@ -54,7 +54,17 @@ def test_outputs_skip_links_and_escapes(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["ok.txt"]
 
 
-def test_outputs_over_the_size_cap_are_refused(tmp_path: Path) -> None:
-    data = tar_bytes([M("workspace/big.bin", b"x" * 2048)])
+def test_outputs_over_the_size_or_count_cap_are_refused_before_writing_anything(tmp_path: Path) -> None:
+    data = tar_bytes([M("workspace/small.txt", b"ok"), M("workspace/big.bin", b"x" * 2048)])
     with pytest.raises(SkillctlError, match="exceeds"):
         extract_outputs(data, tmp_path / "out", max_bytes=1024)
+    many = tar_bytes([M(f"workspace/f{i}.txt", b"") for i in range(5)])
+    with pytest.raises(SkillctlError, match="has 5 entries; the limit is 4"):
+        extract_outputs(many, tmp_path / "out", max_files=4)
+    assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+def test_outputs_into_an_unwritable_place_are_one_line(tmp_path: Path) -> None:
+    (tmp_path / "out").write_text("a file, not a folder", "utf-8")
+    with pytest.raises(SkillctlError, match="cannot copy the sandbox's output into .*out"):
+        extract_outputs(tar_bytes([M("workspace/a.txt", b"A")]), tmp_path / "out")

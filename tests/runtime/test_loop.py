@@ -223,6 +223,73 @@ def test_a_model_failure_ends_the_run_and_the_transcript_is_closed(tmp_path):
     assert "end the script with an 'answer:' step" in result.message
     last = events(path)[-1]
     assert last["type"] == "run_end" and last["outcome"] == "model_error" and last["Z"] == result.Z
+    assert [(e["kind"], e["detail"]) for e in events(path) if e["type"] == "error"] == [("model_error", result.message)]
+
+
+def test_errors_map_to_outcomes_in_one_place():
+    from skillctl.errors import ContextTooLong, ModelError, SandboxError, SandboxTimeout
+    from skillctl.runtime.stops import Answered, stop_for
+
+    cases = {ContextTooLong("413"): ("context_too_long", 7), ModelError("down"): ("model_error", 8),
+             SandboxError("gone"): ("sandbox_error", 9), SandboxTimeout("stuck"): ("sandbox_error", 9),
+             KeyboardInterrupt(): ("interrupted", 130), Answered("x"): ("answered", 0)}
+    for exc, (outcome, code) in cases.items():
+        stop = stop_for(exc)
+        assert (stop.outcome, stop.exit_code, OUTCOME_EXIT_CODES[outcome]) == (outcome, code, code), exc
+    assert stop_for(ContextTooLong("413")).message == CONTEXT_TOO_LONG_MESSAGE
+    assert stop_for(ValueError("a bug")) is None and stop_for(SystemExit(2)) is None
+    assert OUTCOME_EXIT_CODES == {"answered": 0, "budget_exhausted": 3, "time_exhausted": 4, "tokens_exhausted": 5,
+                                  "invalid_calls": 6, "context_too_long": 7, "model_error": 8, "sandbox_error": 9,
+                                  "cancelled": 130, "interrupted": 130, "error": 1}
+
+
+def test_a_bug_in_a_tool_is_raised_and_the_transcript_still_ends(tmp_path):
+    def broken(args):
+        raise ValueError("a bug in the tool")
+
+    tool = NoteTool()
+    tool.tool = tool.tool.__class__("note", tool.tool.description, tool.tool.parameters, broken)
+    with pytest.raises(ValueError, match="a bug in the tool"):
+        run(tmp_path, [note("a"), ANSWER], tool)
+    last = events(tmp_path / "run.jsonl")[-1]
+    assert (last["type"], last["outcome"], last["steps"]) == ("run_end", "error", 1)
+    assert "a bug in the tool" in [e for e in events(tmp_path / "run.jsonl") if e["type"] == "error"][0]["detail"]
+
+
+def test_steps_are_overridable(tmp_path):
+    from skillctl.runtime.stops import StopRun
+
+    class Reviewed(StopRun):
+        outcome, exit_code = "reviewed", 0
+
+    class OneLook(Agent):
+        """Stops after the first tool result it observes: a new ending is a subclass, not an edit."""
+
+        def observe(self, call, outcome):
+            super().observe(call, outcome)
+            raise Reviewed(f"looked at {call.name}")
+
+    tool = NoteTool()
+    model = script_model(tmp_path, [note("a"), note("b"), ANSWER])
+    result = OneLook(model, ToolBox([tool.tool])).run("SYSTEM", "TASK")
+    assert (result.outcome, result.message, result.steps) == ("reviewed", "looked at note", 1)
+    assert tool.calls == [{"text": "a"}] and [m.role for m in result.history] == ["system", "user", "assistant", "tool"]
+
+
+def test_a_cancelled_run_stops_before_its_next_request(tmp_path):
+    import threading
+
+    cancel = threading.Event()
+    tool = NoteTool()
+    original = tool.tool.procedure
+
+    def then_cancel(args):
+        cancel.set()  # as another thread would, while the tool runs
+        return original(args)
+
+    tool.tool = tool.tool.__class__("note", tool.tool.description, tool.tool.parameters, then_cancel)
+    result, model, _ = run(tmp_path, [note("a"), note("b"), ANSWER], tool, cancel=cancel)
+    assert (result.outcome, result.exit_code, result.steps, len(model.sent)) == ("cancelled", 130, 1, 1)
 
 
 def test_progress_reports_each_step(tmp_path):

@@ -1,0 +1,79 @@
+"""What a run produced: ``RunResult`` (JSON through ``to_dict``) and the checks run after it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillctl.messages import Message
+from skillctl.protocols import ExecResult
+from skillctl.runtime.stops import OUTCOME_EXIT_CODES
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One command run in the sandbox after the agent finished (to grade the run)."""
+
+    command: str
+    result: ExecResult
+
+    @property
+    def ok(self) -> bool:
+        return self.result.ok
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"command": self.command, **self.result.to_dict(), "duration_s": round(self.result.duration_s, 4)}
+
+
+@dataclass
+class RunResult:
+    """How a run ended and what it cost. ``steps`` is K (model calls), ``Z`` the sum of the
+    context sizes c_k, ``duration_s`` the wall-clock time (the whole run, sandbox included, when
+    it comes from ``skillctl.runtime.run``). ``history`` holds every message; it is not part of
+    ``to_dict`` (the transcript has it)."""
+
+    outcome: str
+    answer: str | None
+    steps: int
+    Z: int
+    context_sizes: list[int]
+    message: str = ""
+    transcript: str | None = None
+    prefix_reuse: float = 1.0
+    duration_s: float = 0.0
+    fit_passes: list[int] = field(default_factory=list)
+    history: list[Message] = field(default_factory=list, repr=False)
+    # Filled by skillctl.runtime.run around the loop:
+    skills: list[dict[str, str]] = field(default_factory=list)  # name, version, digest of each loaded skill
+    checks: list[CheckResult] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)  # files copied out of the workspace
+    memory: str | None = None  # the long-term memory folder the run used
+    warnings: list[str] = field(default_factory=list)  # what went wrong after the loop (copy-out, checks)
+
+    @property
+    def exit_code(self) -> int:
+        return OUTCOME_EXIT_CODES.get(self.outcome, 1)
+
+    @property
+    def final_context(self) -> int:
+        return self.context_sizes[-1] if self.context_sizes else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome,
+            "exit_code": self.exit_code,
+            "answer": self.answer,
+            "steps": self.steps,
+            "Z": self.Z,
+            "context_sizes": self.context_sizes,
+            "final_context": self.final_context,
+            "prefix_reuse": round(self.prefix_reuse, 4),
+            "duration_s": round(self.duration_s, 3),
+            "message": self.message,
+            "transcript": self.transcript,
+            "skills": self.skills,
+            "checks": [c.to_dict() for c in self.checks],
+            "outputs": self.outputs,
+            "memory": self.memory,
+            "warnings": self.warnings,
+        }

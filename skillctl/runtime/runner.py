@@ -1,0 +1,242 @@
+"""``run(spec)``: one agent run as a library call — everything ``skillctl run`` does, no click.
+
+``Runner`` is the run as small steps a subclass may replace::
+
+    run()
+      open_model, make_approver               a bad model spec or policy fails first
+      registry() -> resolve_skills()          metadata only, before any container (B1)
+      select_image(skills, registry)          which image: the backend's base image with the
+                                              environment the skills declare layered on it
+                                              (None: the backend runs no image)
+      sandbox_session(image)                  the sandbox, created with sandbox_options(image):
+                                              set-up and tear-down around it live here (a network
+                                              policy that needs a proxy beside it wraps this)
+        prepare(sandbox, ...)                 stage inputs, load skills (B2–B3) -> c₁'s system text
+        make_agent(...).run(system, task)     the loop (``skillctl.runtime.loop``)
+        finish(sandbox, result)               checks, after_run, outputs — before the teardown
+
+Failures before the loop starts (a skill that does not resolve, a tampered bundle, a bad input,
+no Docker) raise ``SkillctlError``; once the loop runs, every ending is a ``RunResult`` whose
+outcome and exit code come from ``skillctl.runtime.stops``.
+
+Several runs may go at once on worker threads of one process: a run keeps its state in its
+``Runner``, reports through ``spec.progress``, writes its own transcript file, and registers no
+signal handler off the main thread (``skillctl.sandbox.cleanup``); ``spec.cancel`` stops it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from skillctl.errors import SandboxError, SkillctlError
+from skillctl.protocols import ExecResult, Model, RegistryReader, ResolvedSkill, Sandbox
+from skillctl.runtime.approval import ApprovalPolicy, Approver
+from skillctl.runtime.loader import load_skills, resolve_all
+from skillctl.runtime.loop import Agent
+from skillctl.runtime.prompt import system_prompt
+from skillctl.runtime.result import CheckResult, RunResult
+from skillctl.runtime.spec import RunSpec
+from skillctl.runtime.staging import extract_outputs, inputs_tar
+from skillctl.runtime.stops import Cancelled, Interrupted, SandboxFailed
+from skillctl.runtime.tools import ToolBox, shell_tool
+from skillctl.runtime.transcript import Transcript
+
+
+def run(spec: RunSpec) -> RunResult:
+    """Run an agent as ``spec`` says and return how it ended (see the module docstring)."""
+    return Runner(spec).run()
+
+
+def default_transcript_path() -> Path:
+    """A new file under the user state folder; unique even for runs started in the same second."""
+    from platformdirs import user_state_dir
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path(user_state_dir("skillctl")) / "runs" / f"run-{stamp}-{secrets.token_hex(3)}.jsonl"
+
+
+class Runner:
+    def __init__(self, spec: RunSpec) -> None:
+        self.spec = spec
+        self.progress = spec.progress or (lambda _line: None)
+        self.transcript_path = spec.transcript or default_transcript_path()
+
+    def run(self) -> RunResult:
+        spec = self.spec
+        started = time.monotonic()
+        model = self.open_model()
+        approver = self.make_approver()
+        with self.registry() as registry:
+            skills = self.resolve_skills(registry)
+            # Packed before the container starts, so a bad input fails in one line without one.
+            staged = inputs_tar(list(spec.inputs)) if spec.inputs else None
+            image = self.select_image(skills, registry)
+            with self.sandbox_session(image) as sandbox:
+                system_text = self.prepare(sandbox, registry, skills, staged)
+                result = self.make_agent(model, approver, sandbox, system_text).run(system_text, spec.task)
+                self.finish(sandbox, result)
+        result.duration_s = time.monotonic() - started
+        result.skills = [{"name": s.name, "version": s.version, "digest": s.digest} for s in skills]
+        return result
+
+    # ------------------------------------------------------------------ before the sandbox
+
+    def open_model(self) -> Model:
+        if isinstance(self.spec.model, str):
+            from skillctl.models import open_model
+
+            return open_model(self.spec.model, base_url=self.spec.base_url)
+        return self.spec.model
+
+    def make_approver(self) -> Approver:
+        policy = self.spec.policy
+        if policy is None:
+            policy = ApprovalPolicy.default()
+        elif not isinstance(policy, ApprovalPolicy):
+            policy = ApprovalPolicy.load(policy)
+        return Approver(policy, mode=self.spec.approve)  # type: ignore[arg-type]  # RunSpec checked the mode
+
+    @contextmanager
+    def registry(self) -> Iterator[RegistryReader | None]:
+        """The registry to load skills from: None without skills; one the caller opened (the
+        caller closes it); or the one ``spec.registry`` names, opened and closed here."""
+        spec = self.spec
+        if not (spec.skills or spec.lock):
+            yield None
+        elif spec.registry is not None and not isinstance(spec.registry, str):
+            yield spec.registry
+        else:
+            from skillctl.registry import open_registry
+
+            with open_registry(spec.registry) as registry:
+                yield registry
+
+    def resolve_skills(self, registry: RegistryReader | None) -> list[ResolvedSkill]:
+        """Every requested skill's metadata, sorted by name; a lock's digests are enforced."""
+        if registry is None:
+            return []
+        refs: list[str | ResolvedSkill] = list(self.spec.skills)
+        if self.spec.lock is not None:
+            from skillctl.registry.lockfile import read_lock, resolve_locked
+
+            refs += [resolve_locked(registry, s) for s in read_lock(self.spec.lock).skills]
+        return resolve_all(registry, refs)
+
+    def select_image(self, skills: list[ResolvedSkill], registry: RegistryReader | None) -> str | None:
+        """Which image the sandbox runs: the backend's base image (``spec.image``, else its
+        default, built if missing) with the environment the skills — or the lock — declare
+        layered on it (built on first use, cached after). None when the backend runs no image.
+        The one place that decides it."""
+        from skillctl.sandbox import base_image
+
+        base = base_image(self.spec.sandbox, self.spec.image, progress=self.progress)
+        if base is None:
+            return None
+        from skillctl.env.prepare import run_image
+
+        return run_image(skills, registry, base, lock_path=self.spec.lock, index=self.spec.index_url,
+                         allow_sdist=self.spec.allow_sdist, progress=self.progress)
+
+    # ------------------------------------------------------------------ the sandbox
+
+    def sandbox_options(self, image: str | None) -> dict[str, Any]:
+        """Everything the sandbox is created with, in one place: the image, the backend's
+        settings, and what the run adds to them (a network policy would add its network here)."""
+        return {
+            "image": image,
+            "allow_unsafe_local": self.spec.allow_unsafe_local,
+            "progress": self.progress,
+            **self.spec.sandbox_settings,
+        }
+
+    @contextmanager
+    def sandbox_session(self, image: str | None) -> Iterator[Sandbox]:
+        """The started sandbox for the run; removed on the way out, whatever happened. Set-up
+        that must exist before the sandbox starts, and its tear-down after, wraps this."""
+        from skillctl.sandbox import open_sandbox
+
+        sandbox = open_sandbox(self.spec.sandbox, **self.sandbox_options(image))
+        with sandbox:
+            yield sandbox
+
+    def prepare(self, sandbox: Sandbox, registry: RegistryReader | None, skills: list[ResolvedSkill],
+                staged: bytes | None) -> str:
+        """Stage the inputs and load the skills into ``sandbox``; return c₁'s system text."""
+        self.progress(f"sandbox started ({self.spec.sandbox})")
+        if staged is not None:
+            # Owned by the agent's user: staged as root, inputs were read-only to the agent and it
+            # could not write into a staged folder.
+            sandbox.put_archive(sandbox.workspace, staged, user=sandbox.agent_user)
+            self.progress(f"staged {len(self.spec.inputs)} input(s) into {sandbox.workspace}")
+        catalog = ""
+        if registry is not None:
+            loaded = load_skills(skills, registry, sandbox, catalog_budget_chars=self.spec.catalog_budget_chars,
+                                 progress=self.progress)
+            catalog = loaded.catalog_text
+        return system_prompt(catalog, workspace=sandbox.workspace, skills_root=sandbox.skills_root)
+
+    def make_agent(self, model: Model, approver: Approver, sandbox: Sandbox, system_text: str) -> Agent:
+        spec = self.spec
+        shell = shell_tool(sandbox, approve=approver.approve, default_timeout_ms=spec.timeout_ms,
+                           on_result=self.report_command, cancel=spec.cancel)
+        tools = [shell]
+        if spec.subagents:
+            from skillctl.runtime.subagent import subagent_tool
+
+            tools.append(subagent_tool(model, system_text, [shell], limits=spec.limits, progress=self.progress,
+                                       transcript_dir=self.transcript_path.with_suffix(".subagents"), cancel=spec.cancel))
+        fitter = None
+        if spec.compact:
+            from skillctl.context import Compactor
+            from skillctl.runtime.summarize import model_summarizer
+
+            fitter = Compactor(model_summarizer(model)).fit
+        return Agent(model, ToolBox(tools), limits=spec.limits, transcript=Transcript(self.transcript_path),
+                     progress=self.progress, fitter=fitter, cancel=spec.cancel)
+
+    def report_command(self, command: str, result: ExecResult | None, reason: str) -> None:
+        if result is None:
+            self.progress(f"  refused: {command[:120]} ({reason})")
+        elif result.outcome_type == "timeout":
+            self.progress(f"  timeout: {command[:120]}")
+        else:
+            self.progress(f"  exit {result.exit_code} in {result.duration_s * 1000:.0f} ms: {command[:120]}")
+
+    # ------------------------------------------------------------------ after the loop
+
+    def finish(self, sandbox: Sandbox, result: RunResult) -> None:
+        """What happens in the sandbox after the loop, before it is removed. Nothing when it is
+        unusable; no grading when the run was stopped from outside."""
+        if result.outcome == SandboxFailed.outcome:
+            return
+        if result.outcome not in (Cancelled.outcome, Interrupted.outcome):
+            self.run_checks(sandbox, result)
+            if self.spec.after_run is not None:
+                self.spec.after_run(sandbox, result)
+        if self.spec.output_dir is not None and result.outcome != Cancelled.outcome:
+            self.copy_outputs(sandbox, result)
+
+    def run_checks(self, sandbox: Sandbox, result: RunResult) -> None:
+        for command in self.spec.checks:
+            try:
+                res = sandbox.exec(command, timeout_s=self.spec.check_timeout_s)
+            except SandboxError as exc:
+                result.warnings.append(f"checks stopped at {command!r}: {exc}")
+                return
+            result.checks.append(CheckResult(command, res))
+            status = "timeout" if res.outcome_type == "timeout" else f"exit {res.exit_code}"
+            self.progress(f"check: {status}: {command[:120]}")
+
+    def copy_outputs(self, sandbox: Sandbox, result: RunResult) -> None:
+        out = self.spec.output_dir
+        assert out is not None
+        try:
+            result.outputs = extract_outputs(sandbox.get_archive(sandbox.workspace), out)
+        except SkillctlError as exc:
+            result.warnings.append(f"the workspace was not copied to {out}: {exc}")
+            return
+        self.progress(f"copied {len(result.outputs)} file(s) from the workspace to {out}")
