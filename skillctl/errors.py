@@ -16,6 +16,7 @@
     │   └── EnvIntegrityError     a package file's sha256 differs from the resolution or lock
     ├── ModelError                the model endpoint failed in a way the loop cannot absorb
     │   └── ContextTooLong        the conversation no longer fits the model
+    ├── MemoryInUseError          another run holds the long-term memory a run asked for
     └── ConfigError               a config / script / policy file is invalid
 
 Messages are one line, name what is wrong, and say what to do next. This module imports
@@ -98,6 +99,10 @@ class ContextTooLong(ModelError):
     def __init__(self, detail: str = "") -> None:
         super().__init__(CONTEXT_TOO_LONG_MESSAGE + (f" ({detail})" if detail else ""))
         self.detail = detail
+
+
+class MemoryInUseError(SkillctlError):
+    """One run at a time per memory: callers that start many may wait and try again."""
 
 
 class ConfigError(SkillctlError):

@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "catalog": "run:catalog_cmd",
     "export": "run:export_cmd",
     "copy": "copy:copy_cmd",
+    "memory": "memory:memory_group",
 }
 
 

@@ -34,6 +34,7 @@ from skillctl.cli.common import emit_json, format_option, library_errors, open_r
 @click.option("--catalog-budget", type=click.IntRange(min=200), help="Characters the skills catalog may take in c1 (default: 2 % of --context-budget, i.e. 8,000 for 100k tokens).")
 @click.option("--compact", is_flag=True, help="When clearing old tool results is not enough, let the model summarise the oldest part of the conversation instead of dropping it (D7; costs extra model calls).")
 @click.option("--subagents", is_flag=True, help="Offer the model a `subagent` tool: a fresh-context agent run on a sub-task whose final answer alone comes back.")
+@click.option("--memory", "memory", metavar="NAME|DIR", help="Long-term memory that outlives the run: a NAME (kept in the user data folder) or a folder path such as ./notes. The agent finds it at /memory and c1 shows the first lines of its MEMORY.md; one run at a time per memory. See `skillctl memory`.")
 @click.option("--output", "output_dir", type=click.Path(file_okay=False, path_type=Path), help="After the run, copy the sandbox's working folder here (links and special files are skipped).")
 @click.option("--transcript", "transcript_path", type=click.Path(dir_okay=False, path_type=Path), help="JSON Lines file for the full run record (default: in the user state folder).")
 @registry_option
@@ -41,7 +42,7 @@ from skillctl.cli.common import emit_json, format_option, library_errors, open_r
 @library_errors
 def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, max_seconds, max_tokens, context_budget,
             timeout_ms, approve, policy_path, sandbox_name, allow_unsafe_local, image, index_url, allow_sdist, memory_limit, cpus,
-            catalog_budget, compact, subagents, output_dir, transcript_path, registry_url, fmt) -> None:
+            catalog_budget, compact, subagents, memory, output_dir, transcript_path, registry_url, fmt) -> None:
     """Run an agent on TASK with the given skills loaded into a sandbox.
 
     Order: resolve the skills (metadata), start a locked-down container, copy each verified
@@ -62,7 +63,7 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
             task=task, model=model_spec, base_url=base_url, skills=skills, lock=lock_path, registry=registry,
             sandbox=sandbox_name, allow_unsafe_local=allow_unsafe_local, image=image, index_url=index_url,
             allow_sdist=allow_sdist, sandbox_settings=settings,
-            inputs=inputs, output_dir=output_dir, transcript=transcript_path, max_steps=max_steps,
+            inputs=inputs, output_dir=output_dir, memory=memory, transcript=transcript_path, max_steps=max_steps,
             max_seconds=max_seconds, max_tokens=max_tokens, context_budget=context_budget, timeout_ms=timeout_ms,
             catalog_budget=catalog_budget, approve=approve, policy=policy_path, subagents=subagents, compact=compact,
             progress=progress,

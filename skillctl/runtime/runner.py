@@ -5,15 +5,18 @@
     run()
       open_model, make_approver               a bad model spec or policy fails first
       registry() -> resolve_skills()          metadata only, before any container (B1)
+      memory_session()                        hold the long-term memory (one run at a time)
       select_image(skills, registry)          which image: the backend's base image with the
                                               environment the skills declare layered on it
                                               (None: the backend runs no image)
       sandbox_session(image)                  the sandbox, created with sandbox_options(image):
                                               set-up and tear-down around it live here (a network
                                               policy that needs a proxy beside it wraps this)
-        prepare(sandbox, ...)                 stage inputs, load skills (B2–B3) -> c₁'s system text
+        prepare(sandbox, ...)                 stage inputs and memory, load skills (B2–B3)
+                                              -> c₁'s system text
         make_agent(...).run(system, task)     the loop (``skillctl.runtime.loop``)
-        finish(sandbox, result)               checks, after_run, outputs — before the teardown
+        finish(sandbox, result)               checks, after_run, memory, outputs — before the
+                                              teardown
 
 Failures before the loop starts (a skill that does not resolve, a tampered bundle, a bad input,
 no Docker) raise ``SkillctlError``; once the loop runs, every ending is a ``RunResult`` whose
@@ -37,7 +40,8 @@ from skillctl.protocols import ExecResult, Model, RegistryReader, ResolvedSkill,
 from skillctl.runtime.approval import ApprovalPolicy, Approver
 from skillctl.runtime.loader import load_skills, resolve_all
 from skillctl.runtime.loop import Agent
-from skillctl.runtime.prompt import system_prompt
+from skillctl.runtime.memory import MEMORY_DIR, Memory
+from skillctl.runtime.prompt import memory_section, system_prompt
 from skillctl.runtime.result import CheckResult, RunResult
 from skillctl.runtime.spec import RunSpec
 from skillctl.runtime.staging import extract_outputs, inputs_tar
@@ -64,6 +68,8 @@ class Runner:
         self.spec = spec
         self.progress = spec.progress or (lambda _line: None)
         self.transcript_path = spec.transcript or default_transcript_path()
+        self.memory: Memory | None = None  # held by memory_session for the run
+        self.memory_tar = b""
 
     def run(self) -> RunResult:
         spec = self.spec
@@ -74,13 +80,15 @@ class Runner:
             skills = self.resolve_skills(registry)
             # Packed before the container starts, so a bad input fails in one line without one.
             staged = inputs_tar(list(spec.inputs)) if spec.inputs else None
-            image = self.select_image(skills, registry)
-            with self.sandbox_session(image) as sandbox:
-                system_text = self.prepare(sandbox, registry, skills, staged)
-                result = self.make_agent(model, approver, sandbox, system_text).run(system_text, spec.task)
-                self.finish(sandbox, result)
+            with self.memory_session():  # before the image: a busy memory fails fast
+                image = self.select_image(skills, registry)
+                with self.sandbox_session(image) as sandbox:
+                    system_text = self.prepare(sandbox, registry, skills, staged)
+                    result = self.make_agent(model, approver, sandbox, system_text).run(system_text, spec.task)
+                    self.finish(sandbox, result)
         result.duration_s = time.monotonic() - started
         result.skills = [{"name": s.name, "version": s.version, "digest": s.digest} for s in skills]
+        result.memory = str(self.memory.folder) if self.memory is not None else None
         return result
 
     # ------------------------------------------------------------------ before the sandbox
@@ -141,17 +149,32 @@ class Runner:
         return run_image(skills, registry, base, lock_path=self.spec.lock, index=self.spec.index_url,
                          allow_sdist=self.spec.allow_sdist, progress=self.progress)
 
+    @contextmanager
+    def memory_session(self) -> Iterator[Memory | None]:
+        """Hold the run's long-term memory (``MemoryInUseError`` when another run has it) and
+        pack it, both before any container starts; released when the run is over."""
+        if self.spec.memory is None:
+            yield None
+            return
+        with Memory.locate(self.spec.memory).locked() as memory:
+            self.memory, self.memory_tar = memory, memory.archive()
+            yield memory
+
     # ------------------------------------------------------------------ the sandbox
 
     def sandbox_options(self, image: str | None) -> dict[str, Any]:
         """Everything the sandbox is created with, in one place: the image, the backend's
-        settings, and what the run adds to them (a network policy would add its network here)."""
-        return {
+        settings, and what the run adds to them (the memory's folder; a network policy would
+        add its network here)."""
+        options = {
             "image": image,
             "allow_unsafe_local": self.spec.allow_unsafe_local,
             "progress": self.progress,
             **self.spec.sandbox_settings,
         }
+        if self.memory is not None:
+            options["extra_dirs"] = (*options.get("extra_dirs", ()), MEMORY_DIR)
+        return options
 
     @contextmanager
     def sandbox_session(self, image: str | None) -> Iterator[Sandbox]:
@@ -177,7 +200,13 @@ class Runner:
             loaded = load_skills(skills, registry, sandbox, catalog_budget_chars=self.spec.catalog_budget_chars,
                                  progress=self.progress)
             catalog = loaded.catalog_text
-        return system_prompt(catalog, workspace=sandbox.workspace, skills_root=sandbox.skills_root)
+        memory = ""
+        if self.memory is not None:
+            where = sandbox.agent_path(MEMORY_DIR)
+            sandbox.put_archive(where, self.memory_tar, user=sandbox.agent_user)
+            memory = memory_section(where, self.memory.index_excerpt())
+            self.progress(f"memory {self.memory.name}: {len(self.memory.files())} file(s) at {where}")
+        return system_prompt(catalog, workspace=sandbox.workspace, skills_root=sandbox.skills_root, memory=memory)
 
     def make_agent(self, model: Model, approver: Approver, sandbox: Sandbox, system_text: str) -> Agent:
         spec = self.spec
@@ -217,7 +246,11 @@ class Runner:
             self.run_checks(sandbox, result)
             if self.spec.after_run is not None:
                 self.spec.after_run(sandbox, result)
-        if self.spec.output_dir is not None and result.outcome != Cancelled.outcome:
+        if result.outcome == Cancelled.outcome:
+            return
+        if self.memory is not None:
+            self.save_memory(sandbox, result)
+        if self.spec.output_dir is not None:
             self.copy_outputs(sandbox, result)
 
     def run_checks(self, sandbox: Sandbox, result: RunResult) -> None:
@@ -230,6 +263,16 @@ class Runner:
             result.checks.append(CheckResult(command, res))
             status = "timeout" if res.outcome_type == "timeout" else f"exit {res.exit_code}"
             self.progress(f"check: {status}: {command[:120]}")
+
+    def save_memory(self, sandbox: Sandbox, result: RunResult) -> None:
+        memory = self.memory
+        assert memory is not None
+        try:
+            files = memory.replace_with(sandbox.get_archive(sandbox.agent_path(MEMORY_DIR)))
+        except SkillctlError as exc:
+            result.warnings.append(f"memory {memory.name} was not updated (it is as before the run): {exc}")
+            return
+        self.progress(f"memory {memory.name}: kept {len(files)} file(s) in {memory.folder}")
 
     def copy_outputs(self, sandbox: Sandbox, result: RunResult) -> None:
         out = self.spec.output_dir

@@ -1,5 +1,9 @@
-"""Staging task inputs as files in the sandbox (MISSION D5): the model reads them with shell
-commands instead of having them pasted into the prompt."""
+"""Moving files between this machine and the sandbox, both ways treated with care.
+
+In: task inputs are staged as files (MISSION D5: the model reads them with shell commands
+instead of having them pasted into the prompt), as is long-term memory; links are refused and
+sizes capped. Out: what comes back (``--output``, memory) was written by whatever ran in the
+sandbox, so it is unpacked as a hostile archive (``extract_outputs``)."""
 
 from __future__ import annotations
 
@@ -15,12 +19,53 @@ from skillctl.fsutil import tar_data_filter
 MAX_INPUT_BYTES = 512 * 1024 * 1024
 
 
+class _Packer:
+    """Writes files and folders into one tar: links refused, owners blank, modes 0644/0755, and
+    a cap on the total size ("what" names the content in the messages)."""
+
+    def __init__(self, tar: tarfile.TarFile, what: str, max_bytes: int) -> None:
+        self.tar, self.what, self.max_bytes, self.total = tar, what, max_bytes, 0
+
+    def add_tree(self, top: Path, arc_base: str) -> None:
+        """``top`` (a file or folder) under ``arc_base``; "" puts a folder's contents at the root."""
+        items = [top] if top.is_file() else sorted(top.rglob("*"))
+        if top.is_dir() and arc_base:
+            self._folder(top, arc_base)
+        for item in items:
+            if item.is_symlink():
+                raise SkillctlError(f"{self.what}: {item} is a symbolic link; copy the file itself")
+            rel = "" if item == top else item.relative_to(top).as_posix()
+            arc = "/".join(part for part in (arc_base, rel) if part)
+            if item.is_dir():
+                self._folder(item, arc)
+            elif item.is_file():
+                self._file(item, arc)
+
+    def _folder(self, path: Path, arc: str) -> None:
+        info = self.tar.gettarinfo(str(path), arcname=arc)
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        info.mode = 0o755
+        self.tar.addfile(info)
+
+    def _file(self, path: Path, arc: str) -> None:
+        self.total += path.stat().st_size
+        if self.total > self.max_bytes:
+            raise SkillctlError(f"{self.what} exceed {self.max_bytes >> 20} MiB; stage less or use a smaller sample")
+        info = self.tar.gettarinfo(str(path), arcname=arc)
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        info.mode = 0o755 if os.access(path, os.X_OK) else 0o644
+        with open(path, "rb") as fh:
+            self.tar.addfile(info, fh)
+
+
 def inputs_tar(paths: Sequence[Path]) -> bytes:
     """A tar of ``paths`` (files or folders), each under its own base name, links refused."""
     buf = io.BytesIO()
-    total = 0
     names: set[str] = set()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        packer = _Packer(tar, "inputs", MAX_INPUT_BYTES)
         for p in paths:
             if not p.exists():
                 raise SkillctlError(f"input {p} does not exist")
@@ -28,25 +73,15 @@ def inputs_tar(paths: Sequence[Path]) -> bytes:
             if base in names:
                 raise SkillctlError(f"two inputs are named {base}; rename one")
             names.add(base)
-            items = [p] if p.is_file() else sorted(x for x in p.rglob("*"))
-            if p.is_dir():
-                tar.add(p, arcname=base, recursive=False)
-            for item in items:
-                if item.is_symlink():
-                    raise SkillctlError(f"input {item} is a symbolic link; copy the file itself")
-                arc = base if item == p else f"{base}/{item.relative_to(p).as_posix()}"
-                if item.is_dir():
-                    tar.add(item, arcname=arc, recursive=False)
-                elif item.is_file():
-                    total += item.stat().st_size
-                    if total > MAX_INPUT_BYTES:
-                        raise SkillctlError(f"inputs exceed {MAX_INPUT_BYTES >> 20} MiB; stage less or use a smaller sample")
-                    info = tar.gettarinfo(str(item), arcname=arc)
-                    info.uid = info.gid = 0
-                    info.uname = info.gname = ""
-                    info.mode = 0o755 if os.access(item, os.X_OK) else 0o644
-                    with open(item, "rb") as fh:
-                        tar.addfile(info, fh)
+            packer.add_tree(p, base)
+    return buf.getvalue()
+
+
+def folder_tar(folder: Path, *, what: str, max_bytes: int) -> bytes:
+    """A tar of what ``folder`` holds, at the archive's root, by the rules of ``inputs_tar``."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        _Packer(tar, what, max_bytes).add_tree(folder, "")
     return buf.getvalue()
 
 

@@ -43,7 +43,7 @@ class SandboxSettings:
     run_id: str | None = None  # default: a fresh random id per sandbox
     max_concurrency: int = 8  # exec_many runs at most this many commands at once
     extra_dirs: tuple[str, ...] = ()  # more top-level folders the agent may write, e.g. ("/memory",)
-    extra_dir_size: str = "64m"  # size cap of each extra folder
+    extra_dir_size: str = "64m"  # size cap of each extra folder (= the long-term memory's cap)
 
     def __post_init__(self) -> None:
         problems = []

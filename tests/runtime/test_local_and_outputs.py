@@ -3,6 +3,7 @@ hostile (links and escapes skipped)."""
 
 from __future__ import annotations
 
+import io
 import tarfile
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from bundle.archives import M, tar_bytes
 from skillctl.errors import SkillctlError
 from skillctl.runtime.loader import load_skills
 from skillctl.runtime.prompt import system_prompt
-from skillctl.runtime.staging import extract_outputs
+from skillctl.runtime.staging import extract_outputs, inputs_tar
 from skillctl.sandbox.local_backend import LocalSandbox
 
 
@@ -68,3 +69,15 @@ def test_outputs_into_an_unwritable_place_are_one_line(tmp_path: Path) -> None:
     (tmp_path / "out").write_text("a file, not a folder", "utf-8")
     with pytest.raises(SkillctlError, match="cannot copy the sandbox's output into .*out"):
         extract_outputs(tar_bytes([M("workspace/a.txt", b"A")]), tmp_path / "out")
+
+
+def test_inputs_with_a_link_are_refused_and_folders_keep_their_name(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "a.txt").write_text("a", "utf-8")
+    with tarfile.open(fileobj=io.BytesIO(inputs_tar([folder])), mode="r:") as tar:
+        assert tar.getnames() == ["project", "project/sub", "project/sub/a.txt"]
+        assert {m.name: (m.uid, m.mode) for m in tar.getmembers()}["project/sub/a.txt"] == (0, 0o644)
+    (folder / "sub" / "link").symlink_to("/etc/passwd")
+    with pytest.raises(SkillctlError, match=r"inputs: .*project/sub/link is a symbolic link; copy the file itself"):
+        inputs_tar([folder])
