@@ -16,21 +16,14 @@ from typing import Iterator
 import pytest
 
 from oci.server import APT_PACKAGES, BINARY, DistributionServer
+from sandbox_fixtures import skip_marked
 
 _counter = itertools.count()
 
 
-def on_ci() -> bool:
-    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if on_ci() or os.path.exists(BINARY):
-        return
-    skip = pytest.mark.skip(reason=f"Debian's docker-registry binary is not installed (apt-get install {APT_PACKAGES})")
-    for item in items:
-        if item.get_closest_marker("requires_registry"):
-            item.add_marker(skip)
+    if not os.path.exists(BINARY):
+        skip_marked(items, "requires_registry", f"Debian's docker-registry binary is not installed (apt-get install {APT_PACKAGES})")
 
 
 @pytest.fixture(scope="session")

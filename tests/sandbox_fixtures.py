@@ -28,20 +28,27 @@ def docker_unavailable_reason() -> str | None:
     return None
 
 
-def _on_ci() -> bool:
+def on_ci() -> bool:
     return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 
 
+def skip_marked(items: list[pytest.Item], marker: str, reason: str) -> None:
+    """Skip the tests marked ``marker``, with ``reason`` — never on CI, where a missing service is
+    a setup bug that must fail loudly rather than turn tests into silent skips."""
+    if on_ci():
+        return
+    skip = pytest.mark.skip(reason=reason)
+    for item in items:
+        if item.get_closest_marker(marker):
+            item.add_marker(skip)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if _on_ci() or not any(item.get_closest_marker("requires_docker") for item in items):
+    if on_ci() or not any(item.get_closest_marker("requires_docker") for item in items):
         return
     reason = docker_unavailable_reason()
-    if reason is None:
-        return
-    skip = pytest.mark.skip(reason=f"no Docker daemon: {reason}")
-    for item in items:
-        if item.get_closest_marker("requires_docker"):
-            item.add_marker(skip)
+    if reason is not None:
+        skip_marked(items, "requires_docker", f"no Docker daemon: {reason}")
 
 
 @pytest.fixture(scope="session")

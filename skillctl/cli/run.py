@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, progress, registry_option
+from skillctl.sandbox import BACKENDS as SANDBOXES
 
 
 @click.command("run")
@@ -24,7 +25,7 @@ from skillctl.cli.common import emit_json, format_option, library_errors, open_r
 @click.option("--timeout-ms", default=60_000, show_default=True, type=click.IntRange(min=100), help="Default per-command timeout.")
 @click.option("--approve", type=click.Choice(["policy", "never", "all"]), default="policy", show_default=True, help="Without a terminal: what happens to commands the policy says to ask about (policy: its 'unattended' setting, deny by default).")
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Approval policy file (YAML rules: pattern → allow|ask|deny).")
-@click.option("--sandbox", "sandbox_name", type=click.Choice(["docker", "local"]), default="docker", show_default=True, help="Where commands run.")
+@click.option("--sandbox", "sandbox_name", type=click.Choice(sorted(SANDBOXES)), default="docker", show_default=True, help="Where commands run.")
 @click.option("--allow-unsafe-local", is_flag=True, help="Permit --sandbox local (no isolation at all).")
 @click.option("--image", help="Agent image (docker; default: the one `skillctl image build` makes, built on first use). Skill environments are layered on it.")
 @click.option("--index-url", envvar="SKILLCTL_INDEX_URL", metavar="URL", help="Package index for the skills' declared requirements. Env: SKILLCTL_INDEX_URL (else UV_INDEX_URL, PIP_INDEX_URL, PyPI).")

@@ -136,7 +136,7 @@ class Agent:
         if stop.from_error:
             self.transcript.event("error", kind=stop.outcome, detail=stop.detail or stop.message)
         result = RunResult(
-            outcome=stop.outcome, answer=stop.answer if isinstance(stop, Answered) else None, steps=len(self.sizes),
+            outcome=stop.outcome, answer=stop.answer, steps=len(self.sizes),
             Z=sum(self.sizes), context_sizes=list(self.sizes), message=stop.message,
             transcript=str(self.transcript.path) if self.transcript.path else None,
             prefix_reuse=self.prefix.ratio if self.prefix.compared else 1.0, duration_s=self.clock() - self.started,

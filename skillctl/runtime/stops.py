@@ -28,6 +28,7 @@ class StopRun(Exception):
     outcome = "stopped"
     exit_code = 1
     from_error = False  # True when an error caused it: the transcript records an "error" event
+    answer: str | None = None  # the final answer, for the one ending that has one
 
     def __init__(self, message: str = "", *, detail: str = "") -> None:
         super().__init__(message)

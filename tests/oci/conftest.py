@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from registry_fixtures import on_ci
+from sandbox_fixtures import on_ci
 
 from .server import APT_PACKAGES, DistributionServer
 
