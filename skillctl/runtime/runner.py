@@ -64,6 +64,9 @@ def default_transcript_path() -> Path:
 
 
 class Runner:
+    """One run of ``spec``, as the steps in the module docstring. A Runner holds the state of
+    its run (the memory it holds, the transcript it writes): make one per run."""
+
     def __init__(self, spec: RunSpec) -> None:
         self.spec = spec
         self.progress = spec.progress or (lambda _line: None)
