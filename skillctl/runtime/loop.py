@@ -8,7 +8,7 @@ shape)::
     run(system, task)                 start, loop over step(), end on a StopRun, result
       step()                          one model call and what it proposes
         check_limits()                steps, wall clock, cancellation
-        fit_request()                 what is sent: the history fitted to the budget (E1–E2)
+        fit_request()                 what is sent: the history fitted to the context budget
         query(request)                the model call, its cost c_k, the assistant message
         execute(calls) -> observe()   run each tool call, append its result
 
@@ -122,7 +122,7 @@ class Agent:
         self.append(user(task))
 
     def step(self) -> None:
-        """One model call and the tool calls it proposes (C1); raises ``Answered`` at the end."""
+        """One model call and the tool calls it proposes; raises ``Answered`` at the final answer."""
         self.check_limits()
         request = self.fit_request()
         reply = self.query(request)

@@ -1,4 +1,4 @@
-"""Long-term memory (MISSION C5): files that outlive a run, read back through the shell.
+"""Long-term memory: files that outlive a run, read back through the shell.
 
 Like Anthropic's memory tool (a ``/memories`` folder the model views and edits with file
 operations, and is told to check first and to record progress as it goes, since its context may

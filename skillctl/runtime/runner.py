@@ -4,7 +4,7 @@
 
     run()
       open_model, make_approver               a bad model spec or policy fails first
-      registry() -> resolve_skills()          metadata only, before any container (B1)
+      registry() -> resolve_skills()          the skills' metadata only, before any container
       memory_session()                        hold the long-term memory (one run at a time)
       select_image(skills, registry)          which image: the backend's base image with the
                                               environment the skills declare layered on it
@@ -12,7 +12,7 @@
       sandbox_session(image)                  the sandbox, created with sandbox_options(image):
                                               set-up and tear-down around it live here (a network
                                               policy that needs a proxy beside it wraps this)
-        prepare(sandbox, ...)                 stage inputs and memory, load skills (B2–B3)
+        prepare(sandbox, ...)                 stage inputs and memory, copy the skills in
                                               -> c₁'s system text
         make_agent(...).run(system, task)     the loop (``skillctl.runtime.loop``)
         finish(sandbox, result)               checks, after_run, memory, outputs — before the

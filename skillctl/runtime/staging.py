@@ -1,6 +1,6 @@
 """Moving files between this machine and the sandbox, both ways treated with care.
 
-In: task inputs are staged as files (MISSION D5: the model reads them with shell commands
+In: task inputs are staged as files (the model reads them with shell commands
 instead of having them pasted into the prompt), as is long-term memory; links are refused and
 sizes capped. Out: what comes back (``--output``, memory) was written by whatever ran in the
 sandbox, so it is unpacked as a hostile archive (``extract_outputs``)."""

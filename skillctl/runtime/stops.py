@@ -7,7 +7,7 @@
     time_exhausted       4   the loop, once the wall-clock budget has passed
     tokens_exhausted     5   the loop, before a request that would carry Z past its budget
     invalid_calls        6   the loop, after N model turns in a row of only invalid tool calls
-    context_too_long     7   stop_for(ContextTooLong): the person-facing message of E3
+    context_too_long     7   stop_for(ContextTooLong), with the message the person reads
     model_error          8   stop_for(ModelError)
     sandbox_error        9   stop_for(SandboxError): the sandbox itself is unusable
     cancelled          130   the loop or the shell tool, when the run's cancel event is set

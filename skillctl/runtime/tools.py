@@ -155,7 +155,8 @@ def shell_tool(
     on_result: Callable[[str, ExecResult | None, str], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> Tool:
-    """The shell tool over ``sandbox``. ``approve(command)`` → (allowed, reason) (C6). Its
+    """The shell tool over ``sandbox``. ``approve(command)`` → (allowed, reason) decides
+    whether a command runs (a person's approval, or a policy's). Its
     description names the sandbox's own paths (``workspace``, ``skills_root``)."""
 
     def run(args: dict[str, Any]) -> ToolOutcome:
