@@ -48,9 +48,12 @@ class RunSpec:
     - Approval: ``approve`` is ``policy`` (ask on a terminal, else the policy's unattended
       action), ``never`` or ``all``; ``policy`` an ``ApprovalPolicy`` or a policy file.
     - ``checks``: commands run in the same sandbox after the agent finished, results in
-      ``RunResult.checks``; ``after_run(sandbox, result)`` is called then too, before teardown.
+      ``RunResult.checks``; ``after_run(sandbox, result)`` is called then too, before teardown
+      (an exception it raises propagates; the sandbox is removed all the same).
     - ``progress`` receives one line at a time; setting ``cancel`` (from any thread) stops the
-      run at the next step or while commands run, and removes the sandbox.
+      run at the next step or while commands run (not during a model call), and removes the
+      sandbox. Runs on worker threads should not prompt: use ``approve="all"`` or ``"never"``,
+      or a policy whose ``unattended`` action decides.
     """
 
     task: str
