@@ -12,6 +12,7 @@ with the right hash are kept.
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 import tempfile
@@ -31,7 +32,7 @@ WANTED = [["markitdown[xlsx]>=0.1.0", "pyyaml", "python-dateutil"], ["six==1.16.
 def main() -> int:
     dest = Path(sys.argv[1])
     image = sys.argv[2] if len(sys.argv) > 2 else "skillctl-agent:latest"
-    from skillctl.env.resolve import uv_binary
+    from skillctl.env.resolve import UV_TLS_ENV, uv_binary
     from skillctl.env.target import probe_image
     from skillctl.sandbox.client import docker_client
 
@@ -45,7 +46,7 @@ def main() -> int:
             subprocess.run(
                 [uv_binary(), "pip", "compile", str(req), "-o", str(out), "--format", "pylock.toml", "--quiet",
                  "--python-version", target.python, "--python-platform", target.uv_platform, "--only-binary", ":all:",
-                 "--no-config"], check=True)
+                 "--no-config"], check=True, env={**os.environ, **UV_TLS_ENV})
             lock = tomllib.loads(out.read_text())
         for pkg in lock["packages"]:
             for wheel in pkg.get("wheels", []):

@@ -53,6 +53,13 @@ def index_url(explicit: str | None = None) -> str:
     return DEFAULT_INDEX
 
 
+# Trust the platform's certificate store, as Debian's own tools do: uv otherwise trusts only its
+# bundled roots, and an index behind a TLS-inspecting proxy (its CA added to
+# ca-certificates) fails with "Failed to fetch". Both spellings: UV_NATIVE_TLS for older uv
+# releases, UV_SYSTEM_CERTS for newer ones; each ignores the one it does not know.
+UV_TLS_ENV = {"UV_NATIVE_TLS": "1", "UV_SYSTEM_CERTS": "1"}
+
+
 def uv_binary() -> str:
     """uv, from this interpreter's scripts folder (where the ``uv`` dependency installs it),
     ``$SKILLCTL_UV``, or ``PATH``."""
@@ -226,6 +233,7 @@ def _run_uv(lines: list[str], target: Target, index: str, allow_sdist: bool) -> 
         # Only our options count: a user's UV_*/PIP_* settings (extra indexes, find-links,
         # constraints) must not change what a skill environment resolves to.
         env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_"))}
+        env.update(UV_TLS_ENV)
         env["UV_PYTHON_DOWNLOADS"] = "never"
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, check=False)
         text = out.read_text("utf-8") if proc.returncode == 0 and out.exists() else ""
