@@ -28,6 +28,12 @@ _INVISIBLE = re.compile(
 )
 
 
+_SKILL_PATH = re.compile(
+    r"(?:^|/)(?:skills/(?:(?P<a>[\w.-]{1,64})(?:/|$)|$)|\.\./(?P<b>[\w.-]{1,64})/(?:skill\.md|scripts/|references/|assets/))",
+    re.IGNORECASE,
+)
+
+
 def printable(text: str, limit: int = _EVIDENCE) -> str:
     """Evidence safe to print: invisible characters spelled out, length capped."""
     shown = _INVISIBLE.sub(lambda m: f"<U+{ord(m.group()):04X}>", text[: limit * 2])
@@ -58,6 +64,14 @@ class _Run:
 
     def analyzer(self, key: str, path: str, line: int, column: int, evidence: str, detail: str = "") -> None:
         self.add(self.rules.rule_for(key), path, line, column, evidence, detail)
+
+    def is_foreign_skill(self, text: str) -> bool:
+        """A path into the skills folder, or into a skill other than the one audited."""
+        for m in _SKILL_PATH.finditer(text):
+            named = (m.group("a") or m.group("b") or "").lower()
+            if not named or named not in self.own_names:
+                return True
+        return False
 
     def signal(self, name: str, path: str, line: int, column: int, evidence: str) -> None:
         hits = self.signals[name][path]
@@ -103,12 +117,13 @@ def _documentation(run: _Run, file: TextFile, start: int, line_start: int, line_
     file (medium), so a skill cannot hide a finding this way - only lower it."""
     if file.kind != "markdown" or run.rules.documentation is None:
         return None
-    line = file.text[line_start:line_end]
-    if line.lstrip().startswith("|"):
-        return "a Markdown table row"
-    before = file.text[line_start:start].rstrip(" ")
-    if before and before[-1] in "\"'“‘«":
-        return "quoted"
+    if not file.in_code_block(start):
+        # Outside code: tables of payloads and quoted phrases are talked about, not run. (Inside
+        # a code block, quotes are shell syntax and a table cannot occur.)
+        if file.text[line_start:line_end].lstrip().startswith("|"):
+            return "a Markdown table row"
+        if start > line_start and file.text[start - 1] in "\"'\u201c\u2018\u00ab":
+            return "quoted"
     prev_start = file.line_span(line_start - 1)[0] if line_start > 0 else line_start
     if run.rules.documentation.search(file.text, prev_start, line_end):
         return "presented as an example or an attack"
@@ -192,7 +207,7 @@ def _scan_text(run: _Run, file: TextFile) -> None:
         line, column = file.position(pk.offset)
         run.analyzer(pk.analyzer, file.path, line, column, pk.evidence, pk.detail)
     if kind == "python":
-        result = pyflow.analyze(file.text, lambda s: _is_secret(run.rules, s))
+        result = pyflow.analyze(file.text, lambda s: _is_secret(run.rules, s), run.is_foreign_skill)
         for h in result.hits:
             run.analyzer(h.analyzer, file.path, h.line, h.column, h.evidence, h.detail)
         for name, line, column, evidence in result.signals:

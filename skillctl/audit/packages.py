@@ -33,7 +33,8 @@ _INSTALL = re.compile(
 )
 _REQUIREMENTS_FILE = re.compile(r"(?:^|/)requirements[\w.-]{0,40}\.(?:txt|in)$")
 _IP_HOST = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
-_PY_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]{0,200})")
+# \w, not [A-Za-z0-9]: a name spelled with Cyrillic or Greek look-alikes must be read whole.
+_PY_NAME = re.compile(r"^(\w[\w.-]{0,200})")
 _NPM_SPEC = re.compile(r"^(@[a-z0-9._-]{1,100}/)?([a-z0-9._-]{1,214})(?:@(.{1,100}))?$", re.IGNORECASE)
 # pip options that take a value (the value is not a package).
 _PIP_VALUE_OPTS = frozenset({"-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-t", "--target",
@@ -159,6 +160,8 @@ def _parse(tool: str, args: str, trusted: frozenset[str]) -> _Install:
             m = _NPM_SPEC.match(tok)
             if m:
                 inst.names.append(((m.group(1) or "") + m.group(2), bool(m.group(3)) and m.group(3) not in ("latest", "next")))
+            if tool_l.startswith("npx"):
+                break  # npx runs one package; what follows are its own arguments
         else:
             m = _PY_NAME.match(tok)
             if m:

@@ -10,9 +10,13 @@ of taint and where they come from:
 - ``secret``: paths of credential files (the ``credential-read`` signal patterns of the rules,
   applied to string constants) and the whole environment (``os.environ`` not indexed by a name).
 
+- ``skill-path``: paths into another skill's folder (given by the caller, which knows the
+  audited skill's own name).
+
 Sinks: exec/eval/compile and process starts (decoded → ``python.decode-exec``, remote →
-``python.remote-exec``), network sends (secret → ``python.credential-flow``), and DNS look-ups
-of built names (``python.dns-exfil``). exec/eval of anything else computed is
+``python.remote-exec``), network sends (secret → ``python.credential-flow``), DNS look-ups
+of built names (``python.dns-exfil``), and writes (open for writing, write_text, shutil copies)
+whose target is a skill path (``python.skill-write``). exec/eval of anything else computed is
 ``python.dynamic-exec``. It also raises signals for combination rules: ``credential-read``,
 ``network-send``, ``download`` and ``exec``. It over-approximates on purpose: a value is tainted
 if any part of the expression that made it is.
@@ -57,6 +61,8 @@ _RUNNERS = frozenset({
 })
 _DNS = frozenset({"socket.gethostbyname", "socket.gethostbyname_ex", "socket.getaddrinfo", "dns.resolver.resolve",
                   "dns.resolver.query", "gethostbyname", "getaddrinfo"})
+_COPIERS = frozenset({"shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree", "shutil.move", "os.rename",
+                      "os.replace", "os.symlink", "os.link"})
 _ROT = frozenset({"rot13", "rot_13", "hex", "base64", "zlib", "bz2", "hex_codec", "base64_codec", "zlib_codec"})
 
 
@@ -91,9 +97,11 @@ class _Analysis:
     """One pass collects what matters; taint then flows over precomputed summaries, so the
     cost is one walk of the tree plus a little per assignment, not a walk per question."""
 
-    def __init__(self, tree: ast.Module, lines: list[str], is_secret: Callable[[str], bool]) -> None:
+    def __init__(self, tree: ast.Module, lines: list[str], is_secret: Callable[[str], bool],
+                 is_foreign_skill: Callable[[str], bool]) -> None:
         self.lines = lines
         self.is_secret = is_secret
+        self.is_foreign_skill = is_foreign_skill
         self.aliases: dict[str, str] = {}
         self.imports_net = False
         self.names: dict[str, _Taint] = {}
@@ -188,8 +196,11 @@ class _Analysis:
             if name in _FETCHERS or name.split(".")[-1] in ("urlopen", "urlretrieve"):
                 return _Taint(frozenset({"remote"}), f"line {node.lineno}: {name}")
         elif isinstance(node, ast.Constant):
-            if isinstance(node.value, str) and len(node.value) < 4096 and self.is_secret(node.value):
-                return _Taint(frozenset({"secret"}), f"line {node.lineno}: {node.value[:80]!r}")
+            if isinstance(node.value, str) and len(node.value) < 4096:
+                if self.is_secret(node.value):
+                    return _Taint(frozenset({"secret"}), f"line {node.lineno}: {node.value[:80]!r}")
+                if self.is_foreign_skill(node.value):
+                    return _Taint(frozenset({"skill-path"}), f"line {node.lineno}: {node.value[:80]!r}")
         elif (isinstance(node, ast.Attribute) and node.attr == "environ" and id(node) not in self._indexed_env
               and self.dotted(node) == "os.environ"):
             return _Taint(frozenset({"secret", "environment"}), f"line {node.lineno}: os.environ")
@@ -270,6 +281,22 @@ class _Analysis:
             return True
         return self.imports_net and isinstance(call.func, ast.Attribute) and call.func.attr in _SEND_METHODS
 
+    def _skill_write(self, call: ast.Call, name: str, result: PyResult) -> None:
+        """open(path, "w"/"a"), path.write_text(), shutil.copy(src, dst)… aimed at another skill."""
+        target: ast.AST | None = None
+        if name in ("open", "io.open", "builtins.open", "os.open"):
+            mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg in ("mode", "flags")), None)
+            writes = isinstance(mode, ast.Constant) and isinstance(mode.value, str) and any(c in mode.value for c in "wax+")
+            writes |= name == "os.open" and mode is not None and not isinstance(mode, ast.Constant)
+            target = call.args[0] if writes and call.args else None
+        elif isinstance(call.func, ast.Attribute) and call.func.attr in ("write_text", "write_bytes", "touch", "mkdir", "symlink_to"):
+            target = call.func.value
+        elif name in _COPIERS and len(call.args) >= 2:
+            target = call.args[1]
+        if target is not None and "skill-path" in self.taint_of(target).kinds:
+            result.hits.append(PyHit("python.skill-write", call.lineno, call.col_offset + 1, self.snippet(call),
+                                     f"writes to {self.taint_of(target).origin}"))
+
     def run(self, result: PyResult) -> None:
         self.propagate()
         for node in self.secret_constants:
@@ -295,6 +322,7 @@ class _Analysis:
                     what = "the whole environment" if "environment" in taint.kinds else "credentials"
                     result.hits.append(PyHit("python.credential-flow", line, col, self.snippet(node),
                                              f"sends {what} read at {taint.origin}"))
+            self._skill_write(node, name, result)
             if name in _DNS and node.args and isinstance(node.args[0], (ast.JoinedStr, ast.BinOp)):
                 built = node.args[0]
                 if any(isinstance(n, (ast.Name, ast.Call, ast.Attribute, ast.Subscript)) for n in ast.walk(built)):
@@ -302,7 +330,7 @@ class _Analysis:
                                              "the looked-up name is built from data"))
 
 
-def analyze(text: str, is_secret: Callable[[str], bool]) -> PyResult:
+def analyze(text: str, is_secret: Callable[[str], bool], is_foreign_skill: Callable[[str], bool] = lambda s: False) -> PyResult:
     """Hits and signals for one Python source; a file that does not parse gives one hit."""
     result = PyResult()
     if len(text) > MAX_SOURCE_CHARS:
@@ -314,5 +342,5 @@ def analyze(text: str, is_secret: Callable[[str], bool]) -> PyResult:
         msg = getattr(exc, "msg", None) or type(exc).__name__
         result.hits.append(PyHit("python.syntax-error", line, getattr(exc, "offset", None) or 1, "", str(msg)))
         return result
-    _Analysis(tree, text.splitlines(), is_secret).run(result)
+    _Analysis(tree, text.splitlines(), is_secret, is_foreign_skill).run(result)
     return result

@@ -40,7 +40,7 @@ TEXT_KINDS = frozenset({"markdown", "shell", "python", "powershell", "javascript
 ANALYZERS = (
     "unicode.tags", "unicode.bidi", "unicode.zero-width-run", "unicode.variation-selectors", "unicode.invisible",
     "python.decode-exec", "python.remote-exec", "python.dynamic-exec", "python.credential-flow",
-    "python.dns-exfil", "python.syntax-error",
+    "python.dns-exfil", "python.skill-write", "python.syntax-error",
     "blob.payload", "blob.long",
     "packages.lookalike", "packages.untrusted-source", "packages.unpinned", "packages.unpinned-vcs",
     "files.link", "files.executable", "files.truncated", "files.skipped",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
@@ -35,7 +35,7 @@ class SkillSource:
     ``MAX_FILE_BYTES`` each); ``truncated`` names files that were longer; ``links`` are symbolic
     links found in a folder, as (path, target) — never followed; ``skipped`` says what the walk
     left out because of a cap. ``root`` prefixes paths in output so they work from the current
-    folder (empty for a bundle, whose paths start at the skill's root).
+    folder (for a bundle, the top folder its members live in).
     """
 
     name: str
@@ -46,11 +46,11 @@ class SkillSource:
     links: tuple[tuple[str, str], ...] = ()
     skipped: tuple[str, ...] = ()
     digest: str | None = None
-    meta: dict[str, str] = field(default_factory=dict)
 
 
 def from_bundle_contents(contents: BundleContents, source: str) -> SkillSource:
-    return SkillSource(name=contents.name, source=source, root="", files=contents.files, digest=contents.digest)
+    # Paths are shown as the archive holds them: under the skill's top folder.
+    return SkillSource(name=contents.name, source=source, root=contents.name, files=contents.files, digest=contents.digest)
 
 
 def from_bundle(data: bytes, source: str | None = None) -> SkillSource:

@@ -26,6 +26,7 @@ EXECUTABLE_MAGIC = (b"\x7fELF", b"MZ", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf",
                     b"\xca\xfe\xba\xbe")
 
 
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,20}|~{3,20})", re.MULTILINE)
 _ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
 
@@ -103,3 +104,25 @@ class TextFile:
 
     def line_of(self, offset: int) -> int:
         return self.position(offset)[0]
+
+    @cached_property
+    def _code_blocks(self) -> list[tuple[int, int]]:
+        """Offsets of fenced code blocks (``` or ~~~ at the start of a line) in Markdown."""
+        blocks: list[tuple[int, int]] = []
+        opened: int | None = None
+        fence = ""
+        for m in _FENCE.finditer(self.text):
+            mark = m.group(1)
+            if opened is None:
+                opened, fence = m.start(), mark[0] * 3
+            elif mark.startswith(fence):
+                blocks.append((opened, m.end()))
+                opened = None
+        if opened is not None:
+            blocks.append((opened, len(self.text)))
+        return blocks
+
+    def in_code_block(self, offset: int) -> bool:
+        blocks = self._code_blocks
+        index = bisect.bisect_right(blocks, (offset, len(self.text) + 1)) - 1
+        return index >= 0 and blocks[index][0] <= offset < blocks[index][1]

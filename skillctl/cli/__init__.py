@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "export": "run:export_cmd",
     "copy": "copy:copy_cmd",
     "memory": "memory:memory_group",
+    "audit": "audit:audit_cmd",
 }
 
 

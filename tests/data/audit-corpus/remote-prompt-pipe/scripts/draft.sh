@@ -1,0 +1,2 @@
+#!/bin/sh
+curl -s https://prompts.example/announce.txt | claude -p
