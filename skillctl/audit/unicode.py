@@ -96,6 +96,7 @@ def scan(file: TextFile) -> Iterator[Hit]:
     text = file.text
     invisible_first: int | None = None
     invisible_count = 0
+    bidi_line = -1
     for m in _SUSPICIOUS.finditer(text):
         run, start = m.group(), m.start()
         tags = "".join(c for c in run if ord(c) in _TAGS)
@@ -110,9 +111,12 @@ def scan(file: TextFile) -> Iterator[Hit]:
         bidi = [c for c in run if ord(c) in _BIDI]
         if bidi:
             line_start, line_end = file.line_span(start)
-            line = text[line_start:line_end]
-            yield Hit("unicode.bidi", start, _codepoints("".join(bidi)),
-                      f"line as stored (logical order): {_printable(_mark(line))!r}")
+            if line_start != bidi_line:  # one finding per line, however many controls it has
+                bidi_line = line_start
+                line = text[line_start:line_end]
+                controls = "".join(c for c in line if ord(c) in _BIDI)
+                yield Hit("unicode.bidi", start, _codepoints(controls),
+                          f"line as stored (logical order): {_printable(_mark(line))!r}")
             continue
         selectors = [c for c in run if ord(c) in _VS_LOW or ord(c) in _VS_HIGH]
         if len(selectors) >= 2 or any(ord(c) in _VS_HIGH for c in selectors):
