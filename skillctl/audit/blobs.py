@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import re
 import zlib
 from collections.abc import Iterator
@@ -23,13 +24,11 @@ MIN_BASE64 = 120
 MIN_HEX = 120
 MAX_BLOBS_PER_FILE = 50
 MAX_DECODED = 256 * 1024
-_BLOB = re.compile(
-    # The look-behinds let a match start only where a run starts: inside a word the attempt
-    # fails at once instead of re-reading the rest of the word from every position.
-    r"(?<![A-Za-z0-9+/])(?:(?P<b64>[A-Za-z0-9+/]{%d,1000000}={0,2})|(?P<hex>(?:[0-9a-fA-F]{2}){%d,500000}))"
-    r"|(?<![0-9a-fA-F])(?P<esc>(?:\\x[0-9a-fA-F]{2}){40,200000})"
-    % (MIN_BASE64, MIN_HEX // 2)
-)
+# The look-behinds let a match start only where a run starts: inside a word the attempt fails at
+# once instead of re-reading the rest of the word from every position. Hex digits are base64
+# characters, so one pattern finds both; ``find`` tells them apart.
+_BLOB = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{%d,1000000}={0,2}" % MIN_BASE64)
+_ESCAPED = re.compile(r"(?<![0-9a-fA-F])(?:\\x[0-9a-fA-F]{2}){40,200000}")
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2}){1,1000000}")
 _DATA_URI = re.compile(r"data:[\w/+.-]{1,60};base64,$", re.IGNORECASE)
 _PEM = re.compile(r"-----BEGIN [A-Z ]{1,40}-----")
@@ -83,14 +82,13 @@ def _decode(encoding: str, raw: str) -> bytes | None:
 
 def find(file: TextFile) -> Iterator[Blob]:
     text = file.text
-    for count, m in enumerate(_BLOB.finditer(text)):
-        if count >= MAX_BLOBS_PER_FILE:
-            return
-        encoding = m.lastgroup or "b64"
+    matches = list(itertools.islice(_BLOB.finditer(text), MAX_BLOBS_PER_FILE))
+    if "\\x" in text:
+        matches += itertools.islice(_ESCAPED.finditer(text), MAX_BLOBS_PER_FILE)
+    for m in sorted(matches, key=lambda m: m.start())[:MAX_BLOBS_PER_FILE]:
         raw = m.group()
         start = m.start()
-        if encoding == "b64" and _HEX.fullmatch(raw):
-            encoding = "hex"  # hex digits are base64 characters too; the first group took it
+        encoding = "esc" if raw.startswith("\\x") else "hex" if _HEX.fullmatch(raw) and len(raw) >= MIN_HEX else "b64"
         if encoding == "b64" and (raw.isalpha() or raw.isdigit() or "/" * 3 in raw):
             continue  # a word, a number or a path, not base64
         if encoding == "b64" and _DATA_URI.search(text, max(0, start - 64), start):

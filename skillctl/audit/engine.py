@@ -20,6 +20,7 @@ from skillctl.audit.textfile import EXECUTABLE_MAGIC, TextFile
 from skillctl.bundle.members import SKILL_FILE
 
 MAX_PER_RULE_AND_FILE = 10
+SCRIPT_KINDS = frozenset({"shell", "python", "powershell", "javascript"})
 MAX_SIGNALS_PER_FILE = 50
 _EVIDENCE = 200
 _INVISIBLE = re.compile(
@@ -55,6 +56,7 @@ class _Run:
     own_names: frozenset[str]
     description: tuple[str, int, int] | None  # text, line, column
     findings: list[Finding] = field(default_factory=list)
+    kinds: dict[str, str] = field(default_factory=dict)  # path -> file kind
     signals: dict[str, dict[str, list[_SignalHit]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
 
     def add(self, rule: Rule | None, path: str, line: int, column: int, evidence: str, detail: str = "",
@@ -259,6 +261,15 @@ def _combinations(run: _Run) -> None:
         per_signal = [run.signals.get(s, {}) for s in combo.all_of]
         if not all(per_signal):
             continue
+        if combo.scope == "scripts":
+            # Across the skill's scripts: one file may read a secret and another send it.
+            per_signal = [{p: h for p, h in hits.items() if run.kinds.get(p) in SCRIPT_KINDS} for hits in per_signal]
+            if not all(per_signal):
+                continue
+            last = per_signal[-1]
+            at = last[sorted(last)[0]][0]
+            run.add(combo.rule, at.path, at.line, at.column, at.evidence, _combo_detail(combo.all_of, per_signal, None))
+            continue
         if combo.scope == "skill":
             last = per_signal[-1]
             first_path = sorted(last)[0]
@@ -287,7 +298,10 @@ def _combo_detail(names: tuple[str, ...], per_signal: list[dict[str, list[_Signa
 
 
 def _supersede(run: _Run) -> list[Finding]:
+    """Drop findings a more specific rule already made: on the same line; for a combination, in
+    the same file; for a combination across scripts or the skill, anywhere in the skill."""
     combos = {c.rule.id for c in run.rules.combinations}
+    wide = {c.rule.id for c in run.rules.combinations if c.scope in ("scripts", "skill")}
     present: dict[str, set[tuple[str, int]]] = defaultdict(set)
     files_with: dict[str, set[str]] = defaultdict(set)
     for f in run.findings:
@@ -298,7 +312,9 @@ def _supersede(run: _Run) -> list[Finding]:
         dropped = False
         for rid, gone in run.rules.supersedes.items():
             if f.rule.id in gone and rid != f.rule.id:
-                if f.rule.id in combos and f.path in files_with[rid]:
+                if f.rule.id in wide and files_with[rid]:
+                    dropped = True
+                elif f.rule.id in combos and f.path in files_with[rid]:
                     dropped = True
                 elif (f.path, f.line) in present[rid]:
                     dropped = True
@@ -370,6 +386,7 @@ def audit_source(source: SkillSource, rules: RuleSet, *, use_allowlist: bool = T
         if path == allowlist.ALLOWLIST_FILE:
             continue
         file = TextFile(path, data)
+        run.kinds[path] = file.kind
         if file.is_binary:
             if data.startswith(EXECUTABLE_MAGIC):
                 run.analyzer("files.executable", path, 1, 1, path, f"starts with {data[:4]!r}")

@@ -82,7 +82,7 @@ class Signal:
 class Combination:
     rule: Rule
     all_of: tuple[str, ...]
-    scope: str  # "line", "file" or "skill"
+    scope: str  # "line", "file", "scripts" or "skill"
 
 
 @dataclass
@@ -99,15 +99,22 @@ class RuleSet:
     sources: list[str] = field(default_factory=list)
     documentation: re.Pattern[str] | None = None  # markers of text that documents a technique
     documentation_severity: Severity = Severity.MEDIUM
-    _keywords: tuple[str, ...] | None = field(default=None, repr=False)
+    _keywords: tuple[tuple[str, tuple[str, ...]], ...] | None = field(default=None, repr=False)
 
     def keywords_in(self, lowered: str) -> frozenset[str]:
         """The keywords of all rules that occur in ``lowered``: each looked up once per file
         (str ``in`` is a C substring search), then every rule asks this set."""
         if self._keywords is None:
             words = {k for m in self.matches for k in m.matcher.keywords} | {k for s in self.signals for k in s.matcher.keywords}
-            self._keywords = tuple(sorted(words))
-        return frozenset(k for k in self._keywords if k in lowered)
+            # Shortest first, each with the shorter keywords it contains: when "without" is absent,
+            # "without telling" need not be searched for.
+            ordered = sorted(words, key=lambda k: (len(k), k))
+            self._keywords = tuple((k, tuple(s for s in ordered if len(s) < len(k) and s in k)) for k in ordered)
+        found: set[str] = set()
+        for k, parts in self._keywords:
+            if all(p in found for p in parts) and k in lowered:
+                found.add(k)
+        return frozenset(found)
 
     def rule_for(self, analyzer: str) -> Rule | None:
         return self.analyzers.get(analyzer)
