@@ -16,7 +16,10 @@ keys or the network).
     python3 -m venv /tmp/cisco && /tmp/cisco/bin/pip install cisco-ai-skill-scanner==2.3.2
     python bench/audit_compare.py --cisco /tmp/cisco/bin/skill-scanner --benign /tmp/skills-repos/*
 
-Prints a Markdown table, then the list of benign skills each tool alarmed on (to hand-check),
+``--labelled DIR`` adds a corpus that is not ours: skills with an ``_expected.json`` saying whether
+they are safe (skill-scanner's repository ships one under ``evals/skills``).
+
+Prints Markdown tables, then the list of benign skills each tool alarmed on (to hand-check),
 then ``skillctl_detected=A/N cisco_detected=B/N skillctl_alarms=C/M cisco_alarms=D/M``.
 """
 
@@ -73,6 +76,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cisco", required=True, help="path of the skill-scanner executable")
     parser.add_argument("--benign", nargs="*", type=Path, default=[], help="more folders of benign skills")
+    parser.add_argument("--labelled", type=Path, help="skills labelled by an `_expected.json` with `expected_safe` "
+                        "(skill-scanner's own evals/skills): detection and alarms on a corpus that is not ours")
     args = parser.parse_args()
 
     manifest = yaml.safe_load((CORPUS / "techniques.yaml").read_text())["techniques"]
@@ -89,6 +94,17 @@ def main() -> None:
         totals["b"] += b
         print(f"| {tech} | {len(paths)} | {a} | {b} |")
     print(f"| **all** | {totals['n']} | {totals['a']} | {totals['b']} |\n")
+
+    if args.labelled:
+        labels = {str(p.parent.resolve()): json.loads(p.read_text()).get("expected_safe", True)
+                  for p in args.labelled.rglob("_expected.json")}
+        a_hits, _, _ = ours(args.labelled)
+        b_hits, _, _ = cisco(args.cisco, args.labelled)
+        bad = [p for p, safe in labels.items() if not safe]
+        good = [p for p, safe in labels.items() if safe]
+        print(f"| labelled set ({args.labelled.name}) | skills | skillctl audit | cisco skill-scanner |\n| --- | --- | --- | --- |")
+        print(f"| malicious, caught at high+ | {len(bad)} | {sum(a_hits.get(p, False) for p in bad)} | {sum(b_hits.get(p, False) for p in bad)} |")
+        print(f"| safe, alarmed at high+ | {len(good)} | {sum(a_hits.get(p, False) for p in good)} | {sum(b_hits.get(p, False) for p in good)} |\n")
 
     print("| benign set | skills | skillctl alarms | cisco alarms | skillctl skills/min | cisco skills/min |\n"
           "| --- | --- | --- | --- | --- | --- |")
