@@ -12,7 +12,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
-from skillctl.audit import allowlist, blobs, packages, pyflow, unicode
+from skillctl.audit import allowlist, blobs, packages, pyflow, sources, unicode
 from skillctl.audit.model import AuditReport, Finding, Rule, Severity
 from skillctl.audit.ruleset import Matcher, RuleSet
 from skillctl.audit.sources import SkillSource
@@ -326,7 +326,7 @@ def _supersede(run: _Run) -> list[Finding]:
 def _file_notes(run: _Run) -> None:
     src = run.source
     for path in sorted(src.truncated):
-        run.analyzer("files.truncated", path, 1, 1, path, f"only the first {5 * 1024 * 1024} bytes were read")
+        run.analyzer("files.truncated", path, 1, 1, path, f"only the first {sources.MAX_FILE_BYTES} bytes were read")
     for path, target in src.links:
         escapes = target.startswith("/") or ".." in target.split("/")
         run.analyzer("files.link", path, 1, 1, f"{path} -> {target}", "points outside the skill" if escapes else "")
