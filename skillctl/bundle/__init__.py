@@ -10,8 +10,12 @@ every bundle as hostile until each member has passed the rules in ``paths``, ``m
     write_bundle(packed, dir, v)   → dir/{name}-{v}.skill.tgz, atomically
     read_bundle(data)              → BundleContents, or BundleRejected (a BundleError)
     extract_bundle(data, dest)     → dest/{name}/, via a temp folder and a rename
+    read_artifact(data, type, n)   → BundleContents of a bundle, a well-known archive (.tar.gz
+                                     or .zip, files at the root) or a lone SKILL.md
+    archive_tar_gz(contents)       → the reproducible well-known .tar.gz (files at the root)
 """
 
+from skillctl.bundle.archive import ARCHIVE, ARTIFACT_TYPES, BUNDLE, SKILL_MD, archive_tar_gz, read_artifact
 from skillctl.bundle.canonical import DEFAULT_MTIME
 from skillctl.bundle.collect import IGNORE_FILE, BundleFile, collect_files
 from skillctl.bundle.digest import sha256_digest
@@ -21,6 +25,12 @@ from skillctl.bundle.pack import BUNDLE_SUFFIX, PackedBundle, bundle_filename, p
 from skillctl.bundle.read import BundleContents, BundleRejected, read_bundle, read_bundle_file
 
 __all__ = [
+    "ARCHIVE",
+    "ARTIFACT_TYPES",
+    "BUNDLE",
+    "SKILL_MD",
+    "archive_tar_gz",
+    "read_artifact",
     "BUNDLE_SUFFIX",
     "DEFAULT_MTIME",
     "IGNORE_FILE",

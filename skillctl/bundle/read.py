@@ -9,20 +9,19 @@ what it returns never writes anything from a bundle that turns out to be bad at 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
 from skillctl.bundle.canonical import BLOCK, RECORD, canonical_tar, resolve_mtime, sorted_entries
-from skillctl.bundle.digest import format_digest
+from skillctl.bundle.digest import format_digest, sha256_digest
 from skillctl.bundle.inflate import Inflater
 from skillctl.bundle.limits import BundleLimits
 from skillctl.bundle.members import SKILL_FILE, MemberTally, Refused
-from skillctl.bundle.tarscan import TRAILING_CAP, TarScanner
+from skillctl.bundle.tarscan import RULE_TAR, TRAILING_CAP, TarScanner
 from skillctl.errors import BundleError
 
 _HINTS = {
@@ -33,6 +32,7 @@ _HINTS = {
     "max_bundle_size": "raise the limit if this is intended",
 }
 _DEFAULT_HINT = "do not use this bundle; rebuild it with skillctl pack"
+_FOREIGN_HINT = "do not use this archive; ask its publisher to rebuild it"
 
 
 class BundleRejected(BundleError):
@@ -40,9 +40,9 @@ class BundleRejected(BundleError):
     and tests that need more than the message: ``member`` (None for archive-wide rules), ``rule``
     and ``inflated_bytes`` (decompressed bytes read when the reader stopped)."""
 
-    def __init__(self, source: str, refused: Refused, inflated_bytes: int) -> None:
-        hint = _HINTS.get(refused.rule, _DEFAULT_HINT)
-        super().__init__(f"bundle {source}: {refused}; {hint}")
+    def __init__(self, source: str, refused: Refused, inflated_bytes: int, *, noun: str = "bundle") -> None:
+        hint = _HINTS.get(refused.rule, _DEFAULT_HINT if noun == "bundle" else _FOREIGN_HINT)
+        super().__init__(f"{noun} {source}: {refused}; {hint}")
         self.source = source
         self.member = refused.member
         self.rule = refused.rule
@@ -120,46 +120,87 @@ def read_bundle(
     a missing ``SKILL.md``; and anything over ``limits``. ``source`` names the bundle in messages
     (default: the start of its digest).
     """
-    hasher = hashlib.sha256(data)
-    digest = format_digest(hasher.hexdigest())
+    digest = sha256_digest(data)
     label = source if source is not None else digest[:19]
+    check_archive_size(data, limits, label)
+    tally = MemberTally(limits, expected_name)
+    scan = scan_tar_gz(data, limits, tally, label, path_of=lambda raw, is_dir: raw)
+    return scan.contents(digest)
+
+
+def check_archive_size(data: bytes, limits: BundleLimits, label: str, *, noun: str = "bundle") -> None:
     if len(data) > limits.max_bundle_size:
         raise BundleRejected(
             label,
-            Refused(None, f"bundle is {len(data)} bytes, over the limit of {limits.max_bundle_size}", "max_bundle_size"),
+            Refused(None, f"{noun} is {len(data)} bytes, over the limit of {limits.max_bundle_size}", "max_bundle_size"),
             0,
+            noun=noun,
         )
+
+
+@dataclass
+class Scanned:
+    """What a scan of an archive collected, ready to become ``BundleContents``."""
+
+    tally: MemberTally
+    files: dict[str, bytes]
+    executables: set[str]
+    tar_digest: str
+    size: int
+
+    def contents(self, digest: str) -> BundleContents:
+        top = self.tally.top
+        assert top is not None  # finish() passed
+        dirs = tuple(sorted(p.partition("/")[2] for p, kind in self.tally.kinds.items() if kind == "dir" and p != top))
+        return BundleContents(
+            name=top,
+            files=MappingProxyType(dict(sorted(self.files.items()))),
+            executables=frozenset(self.executables),
+            dirs=dirs,
+            digest=digest,
+            tar_digest=self.tar_digest,
+            size=self.size,
+        )
+
+
+def scan_tar_gz(
+    data: bytes,
+    limits: BundleLimits,
+    tally: MemberTally,
+    label: str,
+    *,
+    path_of: Callable[[str, bool], str | None],
+    allow_global_comment: bool = False,
+    noun: str = "bundle",
+) -> Scanned:
+    """Stream one .tar.gz through the member rules. ``path_of(archive path, is_dir)`` gives the
+    member path the tally checks (top folder first), or None to skip an entry (the archive's
+    own root folder); it may raise Refused. Raises BundleRejected naming ``label``."""
     inflater = Inflater(data, max_tar_bytes(limits))
-    scanner = TarScanner(inflater, limits)
-    tally = MemberTally(limits, expected_name)
+    scanner = TarScanner(inflater, limits, allow_global_comment=allow_global_comment)
     files: dict[str, bytes] = {}
     executables: set[str] = set()
     try:
         while (header := scanner.next_member()) is not None:
+            path = path_of(header.path, header.is_dir)
             if header.is_dir:
-                tally.add_dir(header.path)
+                if path is not None:
+                    tally.add_dir(path)
                 continue
-            tally.add_file(header.path, header.size)
+            if path is None:
+                raise Refused(header.path, "a file where the archive's root folder should be", RULE_TAR)
+            tally.add_file(path, header.size)
             content = scanner.read_data(header)
-            rel = header.path.partition("/")[2]
+            rel = path.partition("/")[2]
             files[rel] = content
             if header.executable:
                 executables.add(rel)
         scanner.finish()
-        top = tally.finish()
+        tally.finish()
     except Refused as refused:
-        raise BundleRejected(label, refused, inflater.produced) from None
+        raise BundleRejected(label, refused, inflater.produced, noun=noun) from None
     assert inflater.finished  # finish() drained the stream, which ran the gzip end checks
-    dirs = tuple(sorted(p.partition("/")[2] for p, kind in tally.kinds.items() if kind == "dir" and p != top))
-    return BundleContents(
-        name=top,
-        files=MappingProxyType(dict(sorted(files.items()))),
-        executables=frozenset(executables),
-        dirs=dirs,
-        digest=digest,
-        tar_digest=format_digest(inflater.tar_hash.hexdigest()),
-        size=len(data),
-    )
+    return Scanned(tally, files, executables, format_digest(inflater.tar_hash.hexdigest()), len(data))
 
 
 def read_bundle_file(

@@ -18,6 +18,11 @@ unambiguous subset and refuses everything else:
 
 Links, devices, FIFOs, contiguous/sparse files, global headers and anything unknown are refused
 naming the member. Sizes are checked against the caps before data is read.
+
+One exception, for archives other tools publish (``allow_global_comment``): ``git archive``
+starts every tar with a global PAX header holding only ``comment=<commit id>``. A global header
+in first position whose only key is ``comment`` changes nothing any reader extracts, so it is
+skipped; any other global header is still refused.
 """
 
 from __future__ import annotations
@@ -177,8 +182,9 @@ class TarScanner:
     ``read_data`` for files only), then ``scanner.finish()``.
     """
 
-    def __init__(self, chunks: Iterable[bytes], limits: BundleLimits) -> None:
+    def __init__(self, chunks: Iterable[bytes], limits: BundleLimits, *, allow_global_comment: bool = False) -> None:
         self._chunks: Iterator[bytes] = iter(chunks)
+        self._allow_global_comment = allow_global_comment
         self._buf = bytearray()
         self._pos = 0
         self.offset = 0  # bytes of tar consumed
@@ -221,6 +227,9 @@ class TarScanner:
                     raise Refused(name, "extended header not followed by a member", RULE_TAR)
                 return None
             raw = _parse_header(block, start)
+            if raw.type == b"g" and self._allow_global_comment and start == 0:
+                self._skip_global_comment(raw)
+                continue
             if raw.type in (b"x", b"L", b"K"):
                 header_name = raw.name.decode("utf-8", "replace")
                 if raw.size > self.limits.max_header_size:
@@ -251,6 +260,17 @@ class TarScanner:
             if long_link is not None:
                 raise Refused(header.path, f"link to {long_link!r} (GNU long link name)", RULE_NO_LINKS)
             return header
+
+    def _skip_global_comment(self, raw: _Raw) -> None:
+        header_name = raw.name.decode("utf-8", "replace")
+        if raw.size > self.limits.max_header_size:
+            raise Refused(header_name, f"global header of {raw.size} bytes, over the limit of {self.limits.max_header_size}", RULE_HEADER_SIZE)
+        records = _parse_pax(self._read(raw.size), header_name)
+        if self._read(-raw.size % BLOCK).strip(b"\0"):
+            raise Refused(header_name, "data hidden in the padding of a global header", RULE_TAR)
+        if set(records) - {"comment"}:
+            keys = ", ".join(sorted(set(records) - {"comment"}))
+            raise Refused(header_name, f"global PAX header sets {keys} for every member", RULE_NO_GLOBAL)
 
     def _member(self, raw: _Raw, extended: tuple[str, dict[str, str] | str] | None) -> Header:
         name = _decode(raw.name)
