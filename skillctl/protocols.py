@@ -126,16 +126,25 @@ class Sandbox(Protocol):
 
 @dataclass(frozen=True)
 class ResolvedSkill:
-    """One exact skill version a reference resolved to."""
+    """One exact skill version a reference resolved to.
+
+    ``artifact_type`` says how the bytes ``fetch`` returns are laid out: ``bundle`` (skillctl's
+    .skill.tgz, one top folder), or the well-known format's ``archive`` (.tar.gz or .zip, files
+    at the root) or ``skill-md`` (a lone SKILL.md); ``skillctl.bundle.read_artifact`` reads all
+    three. ``index_url`` is the immutable index this version was found in, when the store has
+    one (a well-known site's versioned snapshot), so a lock can pin it.
+    """
 
     id: str  # stable skill id, "skill_…"
     name: str
     version: str
     description: str
-    digest: str  # "sha256:…" of the bundle (.skill.tgz) bytes
+    digest: str  # "sha256:…" of the artifact's bytes (for a bundle: the .skill.tgz)
     tar_digest: str = ""  # "sha256:…" of the uncompressed tar, stable across zlib versions
     size: int = 0
     yanked: bool = False
+    artifact_type: str = "bundle"
+    index_url: str = ""
 
 
 @runtime_checkable

@@ -21,7 +21,7 @@ from skillctl.bundle.collect import IGNORE_FILE, BundleFile, collect_files
 from skillctl.bundle.digest import sha256_digest
 from skillctl.bundle.extract import extract_bundle, write_contents
 from skillctl.bundle.limits import BundleLimits
-from skillctl.bundle.pack import BUNDLE_SUFFIX, PackedBundle, bundle_filename, pack, write_bundle
+from skillctl.bundle.pack import BUNDLE_SUFFIX, PackedBundle, bundle_filename, pack, repack, write_bundle
 from skillctl.bundle.read import BundleContents, BundleRejected, read_bundle, read_bundle_file
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "pack",
     "read_bundle",
     "read_bundle_file",
+    "repack",
     "sha256_digest",
     "write_bundle",
     "write_contents",

@@ -8,14 +8,18 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from skillctl.bundle.canonical import Entry, layout, resolve_mtime, tar_gz
+from skillctl.bundle.canonical import Entry, layout, resolve_mtime, sorted_entries, tar_gz
 from skillctl.bundle.collect import IGNORE_FILE, BundleFile, collect_files
 from skillctl.bundle.digest import format_digest
 from skillctl.bundle.limits import BundleLimits
 from skillctl.bundle.members import MemberTally, Refused
 from skillctl.errors import BundleError
 from skillctl.fsutil import fsync_dir
+
+if TYPE_CHECKING:
+    from skillctl.bundle.read import BundleContents
 
 BUNDLE_SUFFIX = ".skill.tgz"
 
@@ -102,6 +106,21 @@ def pack(folder: Path, name: str, *, mtime: int | None = None, limits: BundleLim
         tar_digest=format_digest(packed.tar_digest),
         size=len(packed.data),
         files=tuple(f.path for f in files),
+    )
+
+
+def repack(contents: "BundleContents", *, mtime: int | None = None) -> PackedBundle:
+    """The bundle ``pack`` would make of ``contents`` (already verified, e.g. read from a
+    well-known archive): same canonical layout, so the same files give the same bytes."""
+    files = {rel: (data, rel in contents.executables) for rel, data in contents.files.items()}
+    packed = tar_gz(sorted_entries(contents.name, files, contents.dirs), resolve_mtime(mtime))
+    return PackedBundle(
+        name=contents.name,
+        data=packed.data,
+        digest=format_digest(packed.digest),
+        tar_digest=format_digest(packed.tar_digest),
+        size=len(packed.data),
+        files=tuple(sorted(contents.files)),
     )
 
 

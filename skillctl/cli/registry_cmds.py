@@ -12,6 +12,8 @@ from skillctl.errors import SkillctlError
 
 
 def _when(ts: int) -> str:
+    if not ts:  # a well-known site publishes no dates
+        return "unknown"
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
@@ -105,7 +107,11 @@ def show(ref: str, prereleases: bool, registry_url: str | None, fmt: str) -> Non
     click.echo(f"  digest:      {rec.digest}")
     click.echo(f"  tar digest:  {rec.tar_digest}")
     click.echo(f"  size:        {rec.size} bytes, {rec.files} files")
-    click.echo(f"  published:   {_when(rec.created_at)} UTC")
+    click.echo(f"  published:   {_when(rec.created_at)}{' UTC' if rec.created_at else ''}")
+    if rec.index_url:
+        click.echo(f"  index:       {rec.index_url}")
+    if rec.origin:
+        click.echo(f"  origin:      {rec.origin.url} ({rec.origin.digest})")
     click.echo(f"  default:     {skill.default_version}   latest: {skill.latest_version}   versions: {skill.versions}")
 
 
@@ -136,12 +142,13 @@ def versions(name: str, registry_url: str | None, fmt: str) -> None:
 @library_errors
 def pull(ref: str, out_dir: Path, prereleases: bool, force: bool, registry_url: str | None, fmt: str) -> None:
     """Fetch a skill version, verify its digest and unpack it safely into OUT/NAME/."""
-    from skillctl.bundle import extract_bundle
+    from skillctl.bundle import read_artifact, write_contents
 
     reg = open_registry_for_cli(registry_url)
     rec = reg.resolve(ref, prereleases=prereleases)
     data = reg.fetch(rec)
-    folder = extract_bundle(data, out_dir, expected_name=rec.name, overwrite=force, source=f"{rec.name}@{rec.version}")
+    contents = read_artifact(data, rec.artifact_type, expected_name=rec.name, source=f"{rec.name}@{rec.version}")
+    folder = write_contents(contents, out_dir, overwrite=force)
     if fmt == "json":
         emit_json({"name": rec.name, "version": rec.version, "id": rec.id, "digest": rec.digest, "path": str(folder)})
     else:

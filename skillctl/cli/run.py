@@ -118,14 +118,15 @@ def catalog_cmd(refs, budget, registry_url, fmt) -> None:
 @library_errors
 def export_cmd(refs, dest, force, registry_url, fmt) -> None:
     """Write verified, unpacked skills into a folder, for agents that read skills from disk."""
-    from skillctl.bundle import extract_bundle
+    from skillctl.bundle import read_artifact, write_contents
     from skillctl.runtime.loader import resolve_all
 
     reg = open_registry_for_cli(registry_url)
     out = []
     for rs in resolve_all(reg, list(refs)):
         data = reg.fetch(rs)
-        folder = extract_bundle(data, dest, expected_name=rs.name, overwrite=force, source=f"{rs.name}@{rs.version}")
+        contents = read_artifact(data, rs.artifact_type, expected_name=rs.name, source=f"{rs.name}@{rs.version}")
+        folder = write_contents(contents, dest, overwrite=force)
         out.append({"name": rs.name, "version": rs.version, "digest": rs.digest, "path": str(folder)})
         if fmt == "text":
             click.echo(f"{rs.name}@{rs.version} -> {folder}")

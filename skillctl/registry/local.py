@@ -34,13 +34,14 @@ from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError
 from skillctl.fsutil import fsync_dir
 from skillctl.protocols import WRITE_CAPABILITIES, ResolvedSkill
 from skillctl.registry.prepare import PreparedBundle
-from skillctl.registry.records import Problem, PublishResult, SkillRecord, VersionRecord, check_origin
+from skillctl.registry.records import Origin, Problem, PublishResult, SkillRecord, VersionRecord, check_origin
 from skillctl.registry.refs import SkillRef, parse_ref, require_exact
 from skillctl.versioning import RELEASE_RANK, SemVer
 
 FORMAT = "skillctl-registry"
 FORMAT_VERSION = 1
-SCHEMA_VERSION = 1
+# 2: versions.origin (a mirrored well-known artifact's URL and digest, JSON, or '')
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_S = 30.0
 # gc leaves young unreferenced blobs alone: they may belong to a publish in flight.
 GC_GRACE_S = 3600
@@ -71,6 +72,7 @@ CREATE TABLE IF NOT EXISTS versions (
     yank_reason  TEXT NOT NULL DEFAULT '',
     fetches      INTEGER NOT NULL DEFAULT 0,
     locks        INTEGER NOT NULL DEFAULT 0,
+    origin       TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (skill_id, public)
 );
 CREATE INDEX IF NOT EXISTS versions_order
@@ -85,7 +87,8 @@ _LAYOUT = frozenset({"blobs", "tmp"})
 # or "2.0.0-alpha" and "2.0.0-alpha.0", are one version (one PEP 440 key), so one immutable row.
 _SAME_VERSION = "v.skill_id = ? AND v.major = ? AND v.minor = ? AND v.patch = ? AND v.pre_rank = ? AND v.pre_num = ?"
 
-_COLS = "v.skill_id, s.name, v.version, v.description, v.digest, v.tar_digest, v.size, v.files, v.created_at, v.yanked, v.yank_reason, v.front_matter"
+_COLS = "v.skill_id, s.name, v.version, v.description, v.digest, v.tar_digest, v.size, v.files, v.created_at, v.yanked, v.yank_reason, v.front_matter, v.origin"
+_NCOLS = _COLS.count(",") + 1
 
 
 # The same columns from ``versions`` alone, the skill's name bound as the first parameter.
@@ -99,7 +102,7 @@ def _record(row: tuple[Any, ...]) -> VersionRecord:
     return VersionRecord(
         skill_id=row[0], name=row[1], version=row[2], description=row[3], digest=row[4], tar_digest=row[5],
         size=row[6], files=row[7], created_at=row[8], yanked=bool(row[9]), yank_reason=row[10],
-        front_matter=json.loads(row[11]),
+        front_matter=json.loads(row[11]), origin=Origin.from_dict(json.loads(row[12])) if row[12] else None,
     )
 
 
@@ -188,6 +191,10 @@ class LocalRegistry:
                 if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
                     for stmt in filter(str.strip, _SCHEMA.split(";")):
                         conn.execute(stmt)
+                    # A registry made by an older skillctl: add what its tables lack. Older
+                    # versions still read it (they name their columns).
+                    if "origin" not in {r[1] for r in conn.execute("PRAGMA table_info(versions)")}:
+                        conn.execute("ALTER TABLE versions ADD COLUMN origin TEXT NOT NULL DEFAULT ''")
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except sqlite3.DatabaseError as exc:
             raise RegistryError(f"registry index {self.root / 'index.sqlite'} is unusable: {exc}") from None
@@ -307,11 +314,12 @@ class LocalRegistry:
             mj, mn, pt, rank, num = sv.order
             c.execute(
                 "INSERT INTO versions (skill_id, version, public, major, minor, patch, pre_rank, pre_num, description,"
-                " front_matter, digest, tar_digest, size, files, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " front_matter, digest, tar_digest, size, files, created_at, origin) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     skill_id, str(sv), sv.public, mj, mn, pt, rank, num, bundle.description,
                     json.dumps(bundle.front_matter, sort_keys=True, ensure_ascii=False), bundle.digest, bundle.tar_digest,
                     bundle.size, len(bundle.files), now,
+                    json.dumps(bundle.origin.to_dict(), sort_keys=True) if bundle.origin else "",
                 ),
             )
             rec = _record(
@@ -360,9 +368,9 @@ class LocalRegistry:
         if not (prereleases or r.range.names_prerelease):
             sql += f" AND v.pre_rank = {RELEASE_RANK}"
         for row in self.conn.execute(sql + _NEWEST_FIRST, params):
-            sv = SemVer.from_order(row[12:17])
+            sv = SemVer.from_order(row[_NCOLS : _NCOLS + 5])
             if r.range.matches(sv, prereleases=prereleases):
-                return _record(row[:12])
+                return _record(row[:_NCOLS])
         available = [
             row[0] for row in self.conn.execute(f"SELECT v.version FROM versions v WHERE v.skill_id = ?{_NEWEST_FIRST} LIMIT 8", (skill_id,))
         ]
@@ -371,7 +379,9 @@ class LocalRegistry:
             + (f" (newest: {', '.join(available)}; yanked versions match only by exact version)" if available else " (it has no versions)")
         )
 
-    def resolve(self, ref: str, *, prereleases: bool = False) -> ResolvedSkill:
+    def resolve(self, ref: str, *, prereleases: bool = False, index_url: str = "") -> ResolvedSkill:
+        """``index_url``: where a lock says it found this version (a well-known site's versioned
+        index); a registry without per-version indexes resolves by name and version alone."""
         return self.resolve_record(ref, prereleases=prereleases).resolved()
 
     def fetch(self, skill: ResolvedSkill) -> bytes:

@@ -16,6 +16,11 @@ and the sha256 of the bundle and of its uncompressed tar, plus a copy of the req
 resolved from, so a lock that no longer matches skills.yaml is detected (``install --frozen``
 refuses it). Every install re-verifies every digest against the lock: a registry that serves
 other bytes for a locked version is refused, never trusted.
+
+Skills from a well-known site also record ``index``, the immutable versioned index the version
+was found in (the format's lockfile pattern), and ``type``, the artifact's format (``archive`` or
+``skill-md``; the digest is the artifact's). A frozen install reads that index directly, never
+the site's mutable ``index.json``.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from skillctl.bundle import read_bundle, sha256_digest, write_contents
+from skillctl.bundle import ARTIFACT_TYPES, BUNDLE, read_artifact, sha256_digest, write_contents
 from skillctl.env.declare import project_declarations
 from skillctl.errors import IntegrityError, LockError, SkillctlError
 from skillctl.yamlfile import read_yaml
@@ -64,6 +69,8 @@ class LockedSkill:
     digest: str
     tar_digest: str
     size: int
+    index: str = ""  # the immutable index a well-known site listed this version in
+    artifact_type: str = BUNDLE
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,10 +80,15 @@ class LockedSkill:
             "digest": self.digest,
             "tar_digest": self.tar_digest,
             "size": self.size,
+            **({"index": self.index} if self.index else {}),
+            **({"type": self.artifact_type} if self.artifact_type != BUNDLE else {}),
         }
 
     def as_resolved(self, description: str = "") -> ResolvedSkill:
-        return ResolvedSkill(self.id, self.name, self.version, description, self.digest, self.tar_digest, self.size)
+        return ResolvedSkill(
+            self.id, self.name, self.version, description, self.digest, self.tar_digest, self.size,
+            artifact_type=self.artifact_type, index_url=self.index,
+        )
 
 
 @dataclass(frozen=True)
@@ -144,7 +156,9 @@ def resolve_lock(req: Requirements, registry: Registry, *, progress: Callable[[s
         # (read-only, OCI) cannot remove them either, so there is nothing to protect.
         if RECORD_LOCKS in registry.capabilities:
             registry.mark_locked(rec)
-        locked.append(LockedSkill(name, rng, rec.id, rec.version, rec.digest, rec.tar_digest, rec.size))
+        locked.append(
+            LockedSkill(name, rng, rec.id, rec.version, rec.digest, rec.tar_digest, rec.size, rec.index_url, rec.artifact_type)
+        )
     return Lock(req, tuple(locked))
 
 
@@ -175,8 +189,14 @@ def read_lock(path: Path) -> Lock:
                 raise LockError(
                     f"{path}: skills.{name}.version '{s['version']}' is not an exact version; regenerate it with: skillctl lock"
                 )
+            kind = s.get("type", BUNDLE)
+            if kind not in ARTIFACT_TYPES or not isinstance(s.get("index", ""), str):
+                raise LockError(f"{path}: skills.{name} has an unknown type {kind!r} or a malformed index; regenerate it with: skillctl lock")
             skills.append(
-                LockedSkill(name, s.get("requested", ""), s["id"], s["version"], s["digest"], s.get("tar_digest", ""), int(s.get("size", 0)))
+                LockedSkill(
+                    name, s.get("requested", ""), s["id"], s["version"], s["digest"], s.get("tar_digest", ""), int(s.get("size", 0)),
+                    s.get("index", ""), kind,
+                )
             )
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise LockError(f"{path} is malformed ({exc!r}); regenerate it with: skillctl lock") from None
@@ -205,8 +225,9 @@ def resolve_locked(registry: Store, skill: LockedSkill) -> ResolvedSkill:
     """The registry's record for a locked version, refused unless it has the locked digest.
 
     Resolved by name and exact version, not by id: ids are per registry, and a lock must keep
-    working against a mirror (``skillctl copy``) that holds the same bytes."""
-    rec = registry.resolve(f"{skill.name}@{skill.version}")
+    working against a mirror (``skillctl copy``) that holds the same bytes. The lock's ``index``
+    (a well-known site's versioned snapshot) tells such a site where to look."""
+    rec = registry.resolve(f"{skill.name}@{skill.version}", index_url=skill.index)
     if rec.digest != skill.digest:
         raise IntegrityError(
             f"{skill.name}@{skill.version}: the registry now serves {rec.digest[:19]}… but skills.lock pins "
@@ -232,8 +253,8 @@ def install(lock: Lock, registry: Store, dest: Path, *, progress: Callable[[str]
     """
     checked = []
     for skill in sorted(lock.skills, key=lambda s: s.name):
-        _, data = fetch_locked(registry, skill)
-        checked.append((skill, read_bundle(data, expected_name=skill.name, source=f"{skill.name}@{skill.version}")))
+        rec, data = fetch_locked(registry, skill)
+        checked.append((skill, read_artifact(data, rec.artifact_type, expected_name=skill.name, source=f"{skill.name}@{skill.version}")))
     out = []
     for skill, contents in checked:
         folder = write_contents(contents, dest, overwrite=True)

@@ -1,4 +1,5 @@
-"""Copy skill versions between registries of any kind (folder ⇄ OCI, OCI ⇄ OCI, folder ⇄ folder).
+"""Copy skill versions between registries of any kind (folder ⇄ OCI, OCI ⇄ OCI, folder ⇄ folder,
+and from a well-known site into either).
 
 ``REF`` without a version copies every version of the skill, yanked ones included, oldest
 first; ``NAME@VERSION`` or ``NAME@RANGE`` copies the one version it resolves to. Each bundle is
@@ -9,6 +10,10 @@ the same bytes are "unchanged"; a target version with *other* bytes is reported 
 (never overwritten). A yanked source version is yanked in the target too (a target's own yanks
 are kept). Targets keep the source's publish time and, for a skill new to them, its id (unless
 another of their skills already has that id: ids are per registry).
+
+A well-known site serves its own artifact format (files at the archive root, or a lone
+SKILL.md), not bundles: each version becomes the bundle ``pack`` would make of the same files,
+and the record keeps the original artifact's URL and digest as its ``origin``.
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from skillctl.bundle import BUNDLE, sha256_digest
 from skillctl.errors import IntegrityError, SkillctlError
 from skillctl.protocols import Registry, RegistryReader
-from skillctl.registry.prepare import prepare_bundle_bytes
+from skillctl.registry.prepare import prepare_artifact_bytes
 from skillctl.registry.records import VersionRecord
 from skillctl.registry.refs import parse_ref
 
@@ -27,13 +33,16 @@ from skillctl.registry.refs import parse_ref
 class CopyResult:
     name: str
     version: str
-    digest: str
+    digest: str  # of the bundle in the target (the source's, unless converted from another format)
     status: str  # "published" | "unchanged" | "failed"
     yanked: bool = False
     error: str = ""
+    origin_digest: str = ""  # the original artifact's, when it was converted
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "version": self.version, "digest": self.digest, "status": self.status, "yanked": self.yanked}
+        if self.origin_digest:
+            out["origin_digest"] = self.origin_digest
         if self.error:
             out["error"] = self.error
         return out
@@ -49,16 +58,21 @@ def source_versions(source: RegistryReader, ref: str, *, prereleases: bool = Fal
 
 def copy_version(source: RegistryReader, target: Registry, rec: VersionRecord) -> CopyResult:
     data = source.fetch(rec.resolved())
-    prepared = prepare_bundle_bytes(data, source=f"{rec.name}@{rec.version} from {source.url}", version=rec.version)
-    if prepared.digest != rec.digest:  # same bytes in, so this only trips on a broken source
-        raise IntegrityError(f"{rec.name}@{rec.version}: bytes from {source.url} hash to {prepared.digest[:19]}…, not {rec.digest[:19]}…")
+    actual = sha256_digest(data)
+    if actual != rec.digest:  # the source verified them, so this only trips on a broken source
+        raise IntegrityError(f"{rec.name}@{rec.version}: bytes from {source.url} hash to {actual[:19]}…, not {rec.digest[:19]}…")
+    prepared = prepare_artifact_bytes(
+        data, rec.artifact_type, name=rec.name, source=f"{rec.name}@{rec.version} from {source.url}", version=rec.version,
+        origin=rec.origin,
+    )
     res = target.publish(prepared, created_at=rec.created_at or None, skill_id=rec.skill_id)
-    if res.record.digest != rec.digest:
-        raise IntegrityError(f"{rec.name}@{rec.version}: {target.url} stored {res.record.digest[:19]}…, not {rec.digest[:19]}…")
+    if res.record.digest != prepared.digest:
+        raise IntegrityError(f"{rec.name}@{rec.version}: {target.url} stored {res.record.digest[:19]}…, not {prepared.digest[:19]}…")
     yanked = res.record.yanked
     if rec.yanked and not yanked:
         yanked = target.set_yanked(f"{rec.name}@{res.record.version}", True, rec.yank_reason).yanked
-    return CopyResult(rec.name, res.record.version, rec.digest, res.status, yanked)
+    converted = rec.artifact_type != BUNDLE
+    return CopyResult(rec.name, res.record.version, prepared.digest, res.status, yanked, origin_digest=rec.digest if converted else "")
 
 
 def copy_skills(

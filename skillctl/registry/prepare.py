@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillctl.bundle import pack, read_bundle, write_contents
+from skillctl.bundle import BUNDLE, BundleContents, pack, read_artifact, read_bundle, repack, write_contents
 from skillctl.errors import SkillError, VersionError
+from skillctl.registry.records import Origin
 from skillctl.skill import Skill, check_skill, load_skill
 from skillctl.versioning import SemVer
 
@@ -25,6 +26,7 @@ class PreparedBundle:
     digest: str
     tar_digest: str
     files: tuple[str, ...]
+    origin: Origin | None = None  # set when the bundle was converted from a well-known artifact
 
     @property
     def size(self) -> int:
@@ -64,7 +66,28 @@ def prepare_skill(skill: Skill, *, version: str | None = None, mtime: int | None
 
 def prepare_bundle_bytes(data: bytes, *, source: str, version: str | None = None) -> PreparedBundle:
     """Check a bundle from elsewhere: safe to open, a valid skill inside, a usable version."""
-    contents = read_bundle(data, source=source)
+    return _prepare_contents(read_bundle(data, source=source), data, source=source, version=version)
+
+
+def prepare_artifact_bytes(
+    data: bytes, artifact_type: str, *, name: str, source: str, version: str | None = None, origin: Origin | None = None
+) -> PreparedBundle:
+    """Check any skill artifact (see ``read_artifact``) like a bundle from elsewhere. A
+    well-known archive or SKILL.md becomes the bundle ``pack`` would make of its files; ``origin``
+    (the original artifact's URL and digest) travels with it into the registry's record."""
+    contents = read_artifact(data, artifact_type, expected_name=name, source=source)
+    if artifact_type == BUNDLE:
+        return _prepare_contents(contents, data, source=source, version=version, origin=origin)
+    packed = repack(contents)
+    converted = BundleContents(
+        contents.name, contents.files, contents.executables, contents.dirs, packed.digest, packed.tar_digest, packed.size
+    )
+    return _prepare_contents(converted, packed.data, source=source, version=version, origin=origin)
+
+
+def _prepare_contents(
+    contents: BundleContents, data: bytes, *, source: str, version: str | None, origin: Origin | None = None
+) -> PreparedBundle:
     with tempfile.TemporaryDirectory(prefix="skillctl-check-") as tmp:
         # The contents are already verified: write them as they are instead of parsing the
         # archive a second time; a scratch folder needs no fsync per file.
@@ -77,7 +100,7 @@ def prepare_bundle_bytes(data: bytes, *, source: str, version: str | None = None
     ver = choose_version(skill, version, source)
     return PreparedBundle(
         skill.name, ver, skill.description, skill.front_matter(), data, contents.digest, contents.tar_digest,
-        tuple(sorted(contents.files)),
+        tuple(sorted(contents.files)), origin,
     )
 
 

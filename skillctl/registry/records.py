@@ -15,6 +15,25 @@ from skillctl.registry.refs import SKILL_ID_RE
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Where a mirrored version came from: the original artifact's URL and digest (a well-known
+    site serves its own archive format; the registry stores the skill as a bundle, whose digest
+    differs, and keeps these so the copy can be traced and checked against the original)."""
+
+    url: str
+    digest: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"url": self.url, "digest": self.digest}
+
+    @classmethod
+    def from_dict(cls, doc: Any) -> "Origin | None":
+        if isinstance(doc, dict) and isinstance(doc.get("url"), str) and isinstance(doc.get("digest"), str):
+            return cls(doc["url"], doc["digest"])
+        return None
+
+
+@dataclass(frozen=True)
 class VersionRecord:
     skill_id: str
     name: str
@@ -28,6 +47,9 @@ class VersionRecord:
     yanked: bool = False
     yank_reason: str = ""
     front_matter: dict[str, Any] = field(default_factory=dict, compare=False)
+    artifact_type: str = "bundle"  # see ResolvedSkill
+    index_url: str = ""
+    origin: Origin | None = None
 
     def resolved(self) -> ResolvedSkill:
         return ResolvedSkill(
@@ -39,6 +61,8 @@ class VersionRecord:
             tar_digest=self.tar_digest,
             size=self.size,
             yanked=self.yanked,
+            artifact_type=self.artifact_type,
+            index_url=self.index_url,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -55,6 +79,9 @@ class VersionRecord:
             "created_at": self.created_at,
             "yanked": self.yanked,
             **({"yank_reason": self.yank_reason} if self.yank_reason else {}),
+            **({"artifact_type": self.artifact_type} if self.artifact_type != "bundle" else {}),
+            **({"index": self.index_url} if self.index_url else {}),
+            **({"origin": self.origin.to_dict()} if self.origin else {}),
         }
 
 

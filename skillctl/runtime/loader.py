@@ -18,7 +18,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from skillctl.bundle import DEFAULT_MTIME, BundleContents, read_bundle, sha256_digest
+from skillctl.bundle import DEFAULT_MTIME, BundleContents, read_artifact, sha256_digest
 from skillctl.bundle.canonical import canonical_tar, sorted_entries
 from skillctl.errors import IntegrityError, SkillctlError
 from skillctl.protocols import ResolvedSkill, Sandbox, Store
@@ -99,7 +99,7 @@ def load_skills(
         data = store.fetch(rs)
         if sha256_digest(data) != rs.digest:
             raise IntegrityError(f"{rs.name}@{rs.version}: bundle does not match its digest {rs.digest[:19]}…")
-        verified.append(read_bundle(data, expected_name=rs.name, source=f"{rs.name}@{rs.version}"))
+        verified.append(read_artifact(data, rs.artifact_type, expected_name=rs.name, source=f"{rs.name}@{rs.version}"))
     # One copy for all skills: each put_archive costs the daemon a fixed ~50–80 ms (it sets up a
     # helper in the container's mounts), which made copying dominate the time to first prompt.
     # The archive is rebuilt from the verified contents, so what lands is exactly what was checked.
