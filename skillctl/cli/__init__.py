@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "copy": "copy:copy_cmd",
     "memory": "memory:memory_group",
     "audit": "audit:audit_cmd",
+    "site": "site:site_group",
 }
 
 

@@ -48,7 +48,8 @@ _registry_url_option = click.option(
     "registry_url",
     envvar="SKILLCTL_REGISTRY",
     metavar="URL",
-    help="Registry: a folder path (the embedded registry) or oci://HOST[:PORT]/NAMESPACE. "
+    help="Registry: a folder path (the embedded registry), oci://HOST[:PORT]/NAMESPACE, or https://HOST "
+    "(a site publishing /.well-known/agent-skills/, read-only). "
     "Env: SKILLCTL_REGISTRY. Default: a folder in your user data directory.",
 )
 
@@ -81,7 +82,8 @@ def registry_access_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Registry user name (with --password-stdin). Env: SKILLCTL_REGISTRY_USERNAME."),
         click.option("--insecure", "insecure", is_flag=True, envvar="SKILLCTL_INSECURE", expose_value=False,
                      callback=_remember_access,
-                     help="Speak plain HTTP to an oci:// registry (never the default). Env: SKILLCTL_INSECURE=1."),
+                     help="Speak plain HTTP to an oci:// registry, or read an http:// skills site (never the default). "
+                     "Env: SKILLCTL_INSECURE=1."),
     ):
         f = opt(f)
     return f

@@ -105,8 +105,12 @@ def show(ref: str, prereleases: bool, registry_url: str | None, fmt: str) -> Non
     click.echo(f"  id:          {rec.skill_id}")
     click.echo(f"  description: {rec.description}")
     click.echo(f"  digest:      {rec.digest}")
-    click.echo(f"  tar digest:  {rec.tar_digest}")
-    click.echo(f"  size:        {rec.size} bytes, {rec.files} files")
+    if rec.tar_digest:
+        click.echo(f"  tar digest:  {rec.tar_digest}")
+    if rec.size:
+        click.echo(f"  size:        {rec.size} bytes, {rec.files} files")
+    if rec.artifact_type != "bundle":
+        click.echo(f"  artifact:    {rec.artifact_type}")
     click.echo(f"  published:   {_when(rec.created_at)}{' UTC' if rec.created_at else ''}")
     if rec.index_url:
         click.echo(f"  index:       {rec.index_url}")

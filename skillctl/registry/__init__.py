@@ -1,9 +1,11 @@
 """Registries: where published skill versions live.
 
 Backends by URL, imported lazily: a plain path (or ``file://``) is the embedded folder registry;
-``oci://HOST[:PORT]/NAMESPACE`` is an OCI distribution registry. The default is a folder in the
-user's data directory; ``SKILLCTL_REGISTRY`` or ``--registry`` choose another. Every backend is a
-``skillctl.protocols.Registry``; what it can do besides reading is in its ``capabilities``.
+``oci://HOST[:PORT]/NAMESPACE`` is an OCI distribution registry; ``https://HOST`` (or
+``http://HOST`` with ``insecure``) is a site publishing the Agent Skills well-known URI, read-only.
+The default is a folder in the user's data directory; ``SKILLCTL_REGISTRY`` or ``--registry``
+choose another. Every backend is a ``skillctl.protocols.Registry``; what it can do besides reading
+is in its ``capabilities``.
 """
 
 from __future__ import annotations
@@ -65,9 +67,17 @@ def open_registry(
             raise RegistryError("the OCI registry backend is not available in this build of skillctl") from None
         access = {"insecure": insecure, "username": username, "password": password}
         return _checked(OciRegistry.from_url, "an oci:// registry", url, {**access, **options})
+    if url.startswith(("https://", "http://")):
+        from skillctl.registry.wellknown import WellKnownRegistry  # noqa: PLC0415 - lazy, as above
+
+        # A site is read anonymously: credentials given for it are refused, not ignored.
+        access = {k: v for k, v in (("username", username), ("password", password)) if v is not None}
+        return _checked(WellKnownRegistry.from_url, "a well-known site (https://)", url, {"insecure": insecure, **access, **options})
     if "://" in url and not url.startswith("file://"):
         scheme = url.split("://", 1)[0]
-        raise RegistryError(f"unknown registry scheme '{scheme}://'; use a folder path, file://PATH or oci://HOST/NAMESPACE")
+        raise RegistryError(
+            f"unknown registry scheme '{scheme}://'; use a folder path, file://PATH, oci://HOST/NAMESPACE or https://HOST"
+        )
     from skillctl.registry.local import LocalRegistry
 
     if options:

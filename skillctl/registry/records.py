@@ -12,6 +12,7 @@ from typing import Any
 from skillctl.errors import RegistryError
 from skillctl.protocols import ResolvedSkill
 from skillctl.registry.refs import SKILL_ID_RE
+from skillctl.versioning import SemVer
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,25 @@ class SkillRecord:
             "latest_version": self.latest_version,
             "versions": self.versions,
         }
+
+
+def summarize(recs: list[VersionRecord]) -> SkillRecord:
+    """A skill's record made from its versions, newest first, for registries that keep no
+    separate row per skill: ``latest_version`` is the newest non-yanked version,
+    ``default_version`` the newest non-yanked release, the description the default's."""
+    live = [r for r in recs if not r.yanked]
+    latest = live[0] if live else None
+    default = next((r for r in live if not SemVer.parse(r.version).is_prerelease), None)
+    desc = default or latest
+    return SkillRecord(
+        id=recs[0].skill_id,
+        name=recs[0].name,
+        description=desc.description if desc else "",
+        created_at=min(r.created_at for r in recs),
+        latest_version=latest.version if latest else None,
+        default_version=default.version if default else None,
+        versions=len(recs),
+    )
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from skillctl.registry.oci.auth import find_credentials
 from skillctl.registry.oci.client import DistributionClient, is_access_error
 from skillctl.registry.oci.names import OciLocation, parse_oci_url, tag_version, version_tag
 from skillctl.registry.prepare import PreparedBundle
-from skillctl.registry.records import Problem, PublishResult, SkillRecord, VersionRecord, check_origin
+from skillctl.registry.records import Problem, PublishResult, SkillRecord, VersionRecord, check_origin, summarize
 from skillctl.registry.refs import SKILL_ID_RE, SkillRef, parse_ref, require_exact
 from skillctl.versioning import SemVer
 
@@ -224,23 +224,8 @@ class OciRegistry:
             raise self._not_found(r)
         return [rec for _, tag in tags if (rec := self._record(name, tag)) is not None]
 
-    def _summary(self, recs: list[VersionRecord]) -> SkillRecord:
-        live = [r for r in recs if not r.yanked]
-        latest = live[0] if live else None
-        default = next((r for r in live if not SemVer.parse(r.version).is_prerelease), None)
-        desc = default or latest
-        return SkillRecord(
-            id=recs[0].skill_id,
-            name=recs[0].name,
-            description=desc.description if desc else "",
-            created_at=min(r.created_at for r in recs),
-            latest_version=latest.version if latest else None,
-            default_version=default.version if default else None,
-            versions=len(recs),
-        )
-
     def get_skill(self, name_or_id: str) -> SkillRecord:
-        return self._summary(self.versions(name_or_id))
+        return summarize(self.versions(name_or_id))
 
     def list_skills(self) -> list[SkillRecord]:
         out = []
@@ -250,7 +235,7 @@ class OciRegistry:
             except NotFoundError:
                 continue  # a repository with no version tags (all deleted) is not a skill
             if recs:
-                out.append(self._summary(recs))
+                out.append(summarize(recs))
         return out
 
     # ------------------------------------------------------------------ writing
