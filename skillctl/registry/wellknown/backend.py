@@ -194,27 +194,35 @@ class WellKnownRegistry(ReadOnlyRegistry):
         return self._record(entry, url, yanked=yanked)
 
     def _pinned(self, entry: fmt.IndexEntry) -> VersionRecord:
-        """The latest index's entry, pinned to its immutable snapshot when the site has one
-        that lists the same artifact."""
+        """The latest index's entry, pinned to an immutable snapshot listing the same artifact
+        when the site has one: first where skillctl's layout puts it (one request), else among
+        the site's version lists (the format's site-wide snapshots)."""
         if entry.version:
             url = urljoin(self.root, fmt.snapshot_index_path(entry.name, entry.version))
             snap = self._from_index(url, entry.name, entry.semver)
             if snap is not None and snap.digest == entry.digest:
                 return snap
+        for v, yanked, url in self._candidates(entry.name):
+            if entry.version is None or v.same_as(entry.semver):
+                snap = self._from_index(url, entry.name, v, yanked)
+                if snap is not None and snap.digest == entry.digest:
+                    return snap
         return self._record(entry, self.index_url)
 
     def _exact(self, name: str, want: SemVer, index_url: str) -> VersionRecord | None:
         if index_url:
             return self._from_index(index_url, name, want)
-        rec = self._from_index(urljoin(self.root, fmt.snapshot_index_path(name, str(want))), name, want)
+        candidates = self._candidates(name)
+        yanked = any(y for v, y, _ in candidates if v.same_as(want))
+        rec = self._from_index(urljoin(self.root, fmt.snapshot_index_path(name, str(want))), name, want, yanked)
         if rec is not None:
             return rec
-        for v, yanked, url in self._candidates(name):
+        for v, y, url in candidates:
             if v.same_as(want):
-                return self._from_index(url, name, v, yanked)
+                return self._from_index(url, name, v, y)
         entry = self._latest().get(name)
         if entry is not None and entry.semver.same_as(want):
-            return self._record(entry, self.index_url)
+            return self._pinned(entry)
         return None
 
     def resolve_record(self, ref: str | SkillRef, *, prereleases: bool = False, index_url: str = "") -> VersionRecord:
