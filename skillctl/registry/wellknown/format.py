@@ -55,9 +55,10 @@ CONTENT_TYPES = {
     ".zip": "application/zip",
 }
 
-# An index with 10,000 skills and 1,024-character descriptions is ~12 MiB; real sites list tens.
-# Past these caps the document is refused before it is parsed (a hostile or broken server).
-MAX_INDEX_BYTES = 16 * 1024 * 1024
+# Real sites list tens of skills; 10,000 entries with 600-character descriptions are ~8 MiB. Past
+# the byte cap an index is refused while it streams in, before it is parsed (a hostile or broken
+# server); past the entry cap, before any entry is looked at.
+MAX_INDEX_BYTES = 8 * 1024 * 1024
 MAX_INDEX_ENTRIES = 10_000
 MAX_VERSIONS_BYTES = 2 * 1024 * 1024
 MAX_VERSIONS = 10_000

@@ -215,9 +215,11 @@ class HttpClient:
                 raise RegistryError(f"{what}: {url} gave no complete answer within {self.deadline_s:g} s")
             try:
                 self.requests += 1
+                # The socket timeouts only back up the deadline, which the caller's thread enforces:
+                # they are longer, so a stalled server always ends as "no complete answer".
                 resp = self.session.get(
                     url, headers=headers, stream=True, allow_redirects=False, verify=self.verify,
-                    timeout=(min(self.connect_timeout_s, remaining), remaining),
+                    timeout=(min(self.connect_timeout_s, remaining), remaining + 5),
                 )
             except requests.exceptions.SSLError as exc:
                 raise RegistryError(
