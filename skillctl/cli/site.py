@@ -33,7 +33,8 @@ def site_build(out: Path, paths: tuple[Path, ...], base_url: str | None, registr
     """
     from skillctl.registry.wellknown.site import build_site, build_site_from_folders
 
-    if paths and registry_url:
+    given = click.get_current_context().get_parameter_source("registry_url") == click.core.ParameterSource.COMMANDLINE
+    if paths and given:  # SKILLCTL_REGISTRY in the environment does not count against PATHS
         raise click.UsageError("give skill folders (PATHS) or --registry, not both")
     if paths:
         from skillctl.cli.pack import skill_folders
