@@ -23,9 +23,10 @@ with only the commit id as comment), ``zip -r`` (explicit folder entries).
 
 from __future__ import annotations
 
+import hashlib
 from types import MappingProxyType
 
-from skillctl.bundle.canonical import DEFAULT_MTIME, Entry, TarGz, sorted_entries, tar_gz
+from skillctl.bundle.canonical import DEFAULT_MTIME, Entry, TarGz, canonical_tar, gzip_bytes, sorted_entries
 from skillctl.bundle.digest import sha256_digest
 from skillctl.bundle.inflate import GZIP_MAGIC
 from skillctl.bundle.limits import BundleLimits
@@ -189,5 +190,8 @@ def archive_tar_gz(contents: BundleContents, *, mtime: int = DEFAULT_MTIME) -> T
     """The reproducible .tar.gz of ``contents`` with the files at the archive root: the same
     canonical bytes as a bundle (sorted, fixed mtime, no owners, modes 0644/0755) minus the top
     folder. The mtime is a constant, not SOURCE_DATE_EPOCH, so the bytes depend on the skill's
-    files alone."""
-    return tar_gz(archive_entries(contents), mtime)
+    files alone. Compressed in this thread: the contents are already in memory and small, where
+    ``tar_gz``'s second thread costs more than it saves (the bytes are the same either way)."""
+    tar = canonical_tar(archive_entries(contents), mtime)
+    data = gzip_bytes(tar)
+    return TarGz(data=data, digest=hashlib.sha256(data).hexdigest(), tar_digest=hashlib.sha256(tar).hexdigest())

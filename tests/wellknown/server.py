@@ -46,6 +46,9 @@ class SiteServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body leave in two writes; with Nagle's algorithm the second waits for
+            # the client's delayed ACK (40 ms a request). Real servers avoid this too.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args) -> None:  # keep test output clean
                 pass

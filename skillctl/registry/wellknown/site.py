@@ -304,8 +304,10 @@ class SiteReport:
                 "versions": self.versions}
 
 
-def _write_atomic(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
+def _write_atomic(target: Path, data: bytes, made: set[Path]) -> None:
+    if target.parent not in made:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        made.add(target.parent)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -346,6 +348,7 @@ def build_site(out: Path, registry: Any, *, base_url: str | None = None, progres
     builder = SiteBuilder(registry, base_url=base_url, existing=existing, listing=listing, progress=progress)
     written: list[str] = []
     unchanged = 0
+    made: set[Path] = set()
     try:
         for f in builder.files():
             target = out / f.path
@@ -353,7 +356,7 @@ def build_site(out: Path, registry: Any, *, base_url: str | None = None, progres
             if old == f.data:
                 unchanged += 1
                 continue
-            _write_atomic(target, f.data)
+            _write_atomic(target, f.data, made)
             written.append(f.path)
     except OSError as exc:
         raise RegistryError(f"{out}: cannot write the site ({exc.strerror}); choose another output folder") from None
