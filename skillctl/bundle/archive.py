@@ -31,7 +31,7 @@ from skillctl.bundle.digest import sha256_digest
 from skillctl.bundle.inflate import GZIP_MAGIC
 from skillctl.bundle.limits import BundleLimits
 from skillctl.bundle.members import RULE_HAS_SKILL, SKILL_FILE, MemberTally, Refused
-from skillctl.bundle.paths import RULE_NO_ABSOLUTE, member_path_problem
+from skillctl.bundle.paths import member_path_problem
 from skillctl.bundle.read import BundleContents, BundleRejected, Scanned, check_archive_size, read_bundle, scan_tar_gz
 from skillctl.bundle.zipscan import ZIP_MAGIC, ZipScanner
 
@@ -57,8 +57,6 @@ class _RootlessPaths:
         path = raw[2:] if raw.startswith("./") else raw
         if is_dir and path in ("", "."):
             return None  # the archive's root folder itself
-        if raw.startswith("/"):
-            raise Refused(raw, "absolute path", RULE_NO_ABSOLUTE)
         problem = member_path_problem(path, self.limits)
         if problem is not None:
             raise Refused(raw, problem.what, problem.rule)

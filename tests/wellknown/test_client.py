@@ -127,6 +127,27 @@ def test_no_cache_documents_are_revalidated_with_etags(server: SiteServer, open_
     assert req.headers.get("If-None-Match", "").startswith('"')  # asked conditionally: a 304 came back
 
 
+def test_no_cache_wins_over_max_age(site_dir: Path, open_site):
+    with SiteServer(site_dir, cache_control="max-age=3600, no-cache") as srv:
+        open_site(srv.url).list_skills()
+        srv.clear()
+        open_site(srv.url).list_skills()
+        assert srv.requests() == [f"/{WK}/index.json"]
+
+
+def test_a_version_republished_after_resolving_is_refused_at_fetch(server: SiteServer, site_dir: Path, open_site):
+    reg = open_site(server.url, cache_dir=False)
+    resolved = reg.resolve("tally@1.0.0")
+    art = site_dir / WK / "tally/v1.0.0/tally.tar.gz"
+    art.write_bytes(art.read_bytes() + b"\0")
+    snap = site_dir / WK / "tally/v1.0.0/index.json"
+    doc = json.loads(snap.read_text())
+    doc["skills"][0]["digest"] = sha(art.read_bytes())
+    snap.write_text(json.dumps(doc))
+    with pytest.raises(IntegrityError, match="was changed"):
+        open_site(server.url, cache_dir=False).fetch(resolved)
+
+
 def test_max_age_documents_are_not_asked_for_again(site_dir: Path, open_site):
     with SiteServer(site_dir, cache_control="public, max-age=3600") as srv:
         open_site(srv.url).list_skills()
@@ -314,3 +335,16 @@ def test_https_with_a_private_ca(tmp_path: Path, site_dir: Path, open_site, monk
         reg = open_registry(srv.url)
         assert reg.fetch(reg.resolve("tally"))
         reg.close()
+
+
+def test_a_lock_reads_the_snapshot_it_recorded_even_when_the_site_moved_on(tmp_path: Path, open_site):
+    """The format's site-wide snapshots sit at no predictable per-skill path: only the lock's
+    recorded index finds them once the latest index and the version list have changed."""
+    _hand_site(tmp_path / "hand")
+    with SiteServer(tmp_path / "hand") as srv:
+        lock = resolve_lock(Requirements({"plain": "*"}), open_site(srv.url))
+        assert lock.skills[0].index == f"{srv.url}/{WK}/v0.1.0/index.json"
+        write_index(tmp_path / "hand", [])  # the skill is gone from the latest index
+        (tmp_path / "hand" / WK / "versions.json").unlink()
+        folders = install(lock, open_site(srv.url, cache_dir=False), tmp_path / "out")
+        assert (folders[0] / "SKILL.md").read_bytes().startswith(b"---\nname: plain")

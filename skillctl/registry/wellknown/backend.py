@@ -291,7 +291,7 @@ class WellKnownRegistry(ReadOnlyRegistry):
             )
         assert rec.origin is not None
         return self.client.artifact(
-            rec.origin.url, rec.digest, max_bytes=self._limits.max_bundle_size, what=f"{skill.name}@{skill.version}"
+            rec.origin.url, skill.digest, max_bytes=self._limits.max_bundle_size, what=f"{skill.name}@{skill.version}"
         )
 
     # ------------------------------------------------------------------ maintenance
