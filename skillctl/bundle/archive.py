@@ -100,26 +100,14 @@ class _Tally(MemberTally):
 
 def _scan_zip(data: bytes, limits: BundleLimits, tally: MemberTally, label: str, path_of: _RootlessPaths) -> Scanned:
     scanner = ZipScanner(data, limits)
-    files: dict[str, bytes] = {}
-    executables: set[str] = set()
+    scan = Scanned(tally, len(data))
     try:
         for member in scanner.members():
-            path = path_of(member.path, member.is_dir)
-            if member.is_dir:
-                if path is not None:
-                    tally.add_dir(path)
-                continue
-            if path is None:
-                raise Refused(member.path, "a file where the archive's root folder should be", RULE_FORMAT)
-            tally.add_file(path, member.size)
-            rel = path.partition("/")[2]
-            files[rel] = scanner.read_data(member)
-            if member.executable:
-                executables.add(rel)
+            scan.add(member, path_of(member.path, member.is_dir), lambda: scanner.read_data(member))
         tally.finish()
     except Refused as refused:
-        raise BundleRejected(label, refused, sum(len(f) for f in files.values()), noun=NOUN) from None
-    return Scanned(tally, files, executables, "", len(data))
+        raise BundleRejected(label, refused, sum(len(f) for f in scan.files.values()), noun=NOUN) from None
+    return scan
 
 
 def read_archive(data: bytes, name: str, *, limits: BundleLimits = BundleLimits(), source: str | None = None) -> BundleContents:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from skillctl.bundle.canonical import BLOCK, RECORD, canonical_tar, resolve_mtime, sorted_entries
 from skillctl.bundle.digest import format_digest, sha256_digest
@@ -143,10 +144,26 @@ class Scanned:
     """What a scan of an archive collected, ready to become ``BundleContents``."""
 
     tally: MemberTally
-    files: dict[str, bytes]
-    executables: set[str]
-    tar_digest: str
     size: int
+    files: dict[str, bytes] = field(default_factory=dict)
+    executables: set[str] = field(default_factory=set)
+    tar_digest: str = ""
+
+    def add(self, member: Any, path: str | None, read: Callable[[], bytes]) -> None:
+        """One member (a tar header or zip entry: ``path``, ``is_dir``, ``size``,
+        ``executable``) through the tally, under the member path ``path`` (None: the archive's
+        own root folder, skipped); ``read`` is called for files only, after the caps passed."""
+        if member.is_dir:
+            if path is not None:
+                self.tally.add_dir(path)
+            return
+        if path is None:
+            raise Refused(member.path, "a file where the archive's root folder should be", RULE_TAR)
+        self.tally.add_file(path, member.size)
+        rel = path.partition("/")[2]
+        self.files[rel] = read()
+        if member.executable:
+            self.executables.add(rel)
 
     def contents(self, digest: str) -> BundleContents:
         top = self.tally.top
@@ -178,29 +195,17 @@ def scan_tar_gz(
     own root folder); it may raise Refused. Raises BundleRejected naming ``label``."""
     inflater = Inflater(data, max_tar_bytes(limits))
     scanner = TarScanner(inflater, limits, allow_global_comment=allow_global_comment)
-    files: dict[str, bytes] = {}
-    executables: set[str] = set()
+    scan = Scanned(tally, len(data))
     try:
         while (header := scanner.next_member()) is not None:
-            path = path_of(header.path, header.is_dir)
-            if header.is_dir:
-                if path is not None:
-                    tally.add_dir(path)
-                continue
-            if path is None:
-                raise Refused(header.path, "a file where the archive's root folder should be", RULE_TAR)
-            tally.add_file(path, header.size)
-            content = scanner.read_data(header)
-            rel = path.partition("/")[2]
-            files[rel] = content
-            if header.executable:
-                executables.add(rel)
+            scan.add(header, path_of(header.path, header.is_dir), lambda: scanner.read_data(header))
         scanner.finish()
         tally.finish()
     except Refused as refused:
         raise BundleRejected(label, refused, inflater.produced, noun=noun) from None
     assert inflater.finished  # finish() drained the stream, which ran the gzip end checks
-    return Scanned(tally, files, executables, format_digest(inflater.tar_hash.hexdigest()), len(data))
+    scan.tar_digest = format_digest(inflater.tar_hash.hexdigest())
+    return scan
 
 
 def read_bundle_file(

@@ -35,6 +35,20 @@ def one_line(exc: BaseException) -> str:
     return text
 
 
+def refused_within(mib: int, call) -> str:
+    """The one-line RegistryError ``call`` raises, checking Python allocated under ``mib`` MiB
+    at its peak while getting there."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(RegistryError) as caught:
+            call()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < mib * MiB, peak
+    return one_line(caught.value)
+
+
 def test_wrong_digest_is_refused_and_nothing_is_installed(server: SiteServer, site_dir: Path, open_site, tmp_path: Path):
     lock = resolve_lock(Requirements({"tally": "^1", "note": "*"}), open_site(server.url))
     server.routes[TALLY] = lambda h: reply(h, 200, b"\x1f\x8b" + b"not the archive the index promised", {"Content-Type": "application/gzip"})
@@ -60,15 +74,8 @@ def test_a_3gb_content_length_is_refused_unread(server: SiteServer, open_site):
     reg = open_site(server.url)
     rec = reg.resolve("tally")
     server.routes[TALLY] = huge
-    tracemalloc.start()
-    try:
-        with pytest.raises(RegistryError) as caught:
-            reg.fetch(rec)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert f"announces {GB3} bytes" in one_line(caught.value) and "unread" in str(caught.value)
-    assert peak < 8 * MiB
+    message = refused_within(8, lambda: reg.fetch(rec))
+    assert f"announces {GB3} bytes" in message and "unread" in message
 
 
 def test_an_endless_body_without_length_is_cut_at_the_cap(server: SiteServer, open_site):
@@ -85,15 +92,8 @@ def test_an_endless_body_without_length_is_cut_at_the_cap(server: SiteServer, op
         h.close_connection = True
 
     server.routes[INDEX] = endless
-    tracemalloc.start()
-    try:
-        with pytest.raises(RegistryError) as caught:
-            open_site(server.url).list_skills()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert "sent more than" in one_line(caught.value)
-    assert peak < 40 * MiB  # the 8 MiB cap and its buffers, not the 6 GB on offer
+    message = refused_within(40, lambda: open_site(server.url).list_skills())
+    assert "sent more than" in message
 
 
 def test_a_redirect_loop_is_named(server: SiteServer, open_site):
@@ -159,15 +159,8 @@ def _big_index(n: int) -> bytes:
 def test_an_index_with_100000_entries_is_refused_while_it_streams(server: SiteServer, open_site):
     body = _big_index(100_000)
     server.routes[INDEX] = lambda h: _send_unsized(h, body)
-    tracemalloc.start()
-    try:
-        with pytest.raises(RegistryError) as caught:
-            open_site(server.url).list_skills()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert "sent more than" in one_line(caught.value)
-    assert peak < 40 * MiB
+    message = refused_within(40, lambda: open_site(server.url).list_skills())
+    assert "sent more than" in message
 
 
 def _send_unsized(h, body: bytes) -> None:
@@ -198,15 +191,8 @@ def test_an_index_at_the_entry_cap_is_read(server: SiteServer, open_site):
 def test_a_compression_bomb_in_the_content_encoding_is_refused(server: SiteServer, open_site):
     bomb = zero_bomb(b'{"$schema": "', 1024 * MiB)
     server.routes[INDEX] = lambda h: reply(h, 200, bomb, {"Content-Type": "application/json", "Content-Encoding": "gzip"})
-    tracemalloc.start()
-    try:
-        with pytest.raises(RegistryError) as caught:
-            open_site(server.url).list_skills()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert "decompresses to more than" in one_line(caught.value)
-    assert peak < 40 * MiB
+    message = refused_within(40, lambda: open_site(server.url).list_skills())
+    assert "decompresses to more than" in message
 
 
 def test_a_server_gzipping_what_it_serves_is_read(server: SiteServer, site_dir: Path, open_site):

@@ -34,6 +34,8 @@ import requests
 
 from skillctl import __version__
 from skillctl.errors import IntegrityError, RegistryError
+from skillctl.registry.netfail import is_unsent as _is_unsent
+from skillctl.registry.netfail import reason as _reason
 from skillctl.registry.oci.auth import ENV_PASSWORD, ENV_USERNAME, Credentials, parse_challenge
 
 MAX_LIST_BYTES = 4 * 1024 * 1024
@@ -52,40 +54,6 @@ def is_access_error(exc: BaseException) -> bool:
     """True for 'cannot reach' / TLS / 401 / 403 failures raised by this client."""
     text = str(exc)
     return isinstance(exc, RegistryError) and any(mark in text for mark in _ACCESS_MARKS)
-
-
-def _is_unsent(exc: BaseException) -> bool:
-    """True when the connection was never made, so no byte of the request reached the server."""
-    if isinstance(exc, requests.exceptions.ConnectTimeout):
-        return True
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        if type(cur).__name__ in ("NewConnectionError", "ConnectionRefusedError", "NameResolutionError"):
-            return True
-        nested = getattr(cur, "reason", None)
-        if isinstance(nested, BaseException):
-            cur = nested
-            continue
-        args = [a for a in getattr(cur, "args", ()) if isinstance(a, BaseException)]
-        cur = args[0] if args else (cur.__cause__ or cur.__context__)
-    return False
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc)
-    for needle, say in (
-        ("Connection refused", "connection refused"),
-        ("Name or service not known", "host name not found"),
-        ("Temporary failure in name resolution", "host name not resolved"),
-        ("timed out", "timed out"),
-        ("Connection reset", "connection reset"),
-        ("RemoteDisconnected", "connection closed by the server"),
-    ):
-        if needle in text:
-            return say
-    return type(exc).__name__
 
 
 class DistributionClient:

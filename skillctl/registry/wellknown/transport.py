@@ -36,6 +36,7 @@ import urllib3
 
 from skillctl import __version__
 from skillctl.errors import RegistryError
+from skillctl.registry.netfail import is_unsent, reason
 
 CHUNK = 64 * 1024
 _RETRY_STATUS = frozenset({429, 502, 503, 504})
@@ -51,31 +52,6 @@ class Answer:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     encoding: str = ""  # a Content-Encoding the server applied anyway; ``body`` is still encoded
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc)
-    for needle, say in (
-        ("Connection refused", "connection refused"),
-        ("Name or service not known", "host name not found"),
-        ("Temporary failure in name resolution", "host name not resolved"),
-        ("CERTIFICATE_VERIFY_FAILED", "certificate not trusted"),
-        ("timed out", "timed out"),
-        ("Connection reset", "connection reset"),
-        ("RemoteDisconnected", "connection closed by the server"),
-        ("IncompleteRead", "connection closed in the middle of the answer"),
-    ):
-        if needle in text:
-            return say
-    return type(exc).__name__
-
-
-def _unsent(exc: BaseException) -> bool:
-    """True when no connection was made, so the request never reached the server."""
-    if isinstance(exc, requests.exceptions.ConnectTimeout):
-        return True
-    text = repr(exc)
-    return any(mark in text for mark in ("NewConnectionError", "ConnectionRefusedError", "NameResolutionError"))
 
 
 def inflate_capped(body: bytes, encoding: str, cap: int, what: str) -> bytes:
@@ -223,16 +199,16 @@ class HttpClient:
                 )
             except requests.exceptions.SSLError as exc:
                 raise RegistryError(
-                    f"{what}: TLS with {urlsplit(url).netloc} failed ({_reason(exc)}); if the site uses a private CA "
+                    f"{what}: TLS with {urlsplit(url).netloc} failed ({reason(exc)}); if the site uses a private CA "
                     "set REQUESTS_CA_BUNDLE to its certificate"
                 ) from None
             except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
-                if attempt < self.attempts and _unsent(exc) and deadline - time.monotonic() > delay:
+                if attempt < self.attempts and is_unsent(exc) and deadline - time.monotonic() > delay:
                     time.sleep(delay)
                     delay *= 2
                     continue
                 raise RegistryError(
-                    f"{what}: cannot reach {url} ({_reason(exc)} after {attempt} attempt(s)); check the URL and that the site is up"
+                    f"{what}: cannot reach {url} ({reason(exc)} after {attempt} attempt(s)); check the URL and that the site is up"
                 ) from None
             if resp.status_code in _RETRY_STATUS and attempt < self.attempts and deadline - time.monotonic() > delay:
                 resp.close()
@@ -259,7 +235,7 @@ class HttpClient:
                 if len(buf) > cap:
                     raise RegistryError(f"{what}: {url} sent more than {cap} bytes; refusing it")
         except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
-            raise RegistryError(f"{what}: reading {url} failed ({_reason(exc)})") from None
+            raise RegistryError(f"{what}: reading {url} failed ({reason(exc)})") from None
         if declared.isdigit() and len(buf) != int(declared):
             raise RegistryError(f"{what}: {url} announced {declared} bytes and sent {len(buf)}; the answer is incomplete")
         return bytes(buf)
