@@ -56,13 +56,14 @@ def digest_of(doc: Any) -> str:
 
 
 def declarations_of(skills: Sequence[Any], store: Any) -> Declarations:
-    """What each skill declares, read from its verified bundle (``store.fetch`` checks the
-    digest; ``read_bundle`` checks the archive)."""
-    from skillctl.bundle import read_bundle
+    """What each skill declares, read from its verified artifact (``store.fetch`` checks the
+    digest; ``read_artifact`` checks the archive, whatever its type)."""
+    from skillctl.bundle import read_artifact
 
     total = Declarations()
     for skill in skills:
-        contents = read_bundle(store.fetch(skill), expected_name=skill.name, source=f"{skill.name}@{skill.version}")
+        data = store.fetch(skill)
+        contents = read_artifact(data, skill.artifact_type, expected_name=skill.name, source=f"{skill.name}@{skill.version}")
         files = contents.files
         total = total + skill_declarations(skill.name, list(files), lambda rel: bytes(files[rel]))
     return total
