@@ -28,6 +28,8 @@ command -v git >/dev/null 2>&1 || need_apt+=(git)
 [ -x /usr/bin/docker-registry ] || need_apt+=(docker-registry)
 command -v htpasswd >/dev/null 2>&1 || need_apt+=(apache2-utils)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
+# Well-known site tests read archives made by other tools (Info-ZIP's zip, git archive, tar)
+command -v zip >/dev/null 2>&1 || need_apt+=(zip)
 if [ "${#need_apt[@]}" -gt 0 ]; then
     log "installing Debian packages: ${need_apt[*]}"
     export DEBIAN_FRONTEND=noninteractive

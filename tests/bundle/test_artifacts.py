@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import stat
 import subprocess
 import tarfile
@@ -18,6 +17,8 @@ import zlib
 from pathlib import Path
 
 import pytest
+
+from tools import require_tool
 
 from skillctl.bundle import BundleLimits, BundleRejected, archive_tar_gz, read_artifact, read_bundle
 from skillctl.bundle.archive import RULE_FORMAT, RULE_SKILL_MD
@@ -71,15 +72,15 @@ def _check(contents) -> None:
     assert set(contents.dirs) == {"scripts", "references"}
 
 
-@pytest.mark.skipif(shutil.which("tar") is None, reason="needs tar")
 def test_reads_tar_made_with_dot_root_like_tar_minus_C(skill_dir: Path, tmp_path: Path):
+    require_tool("tar")
     out = tmp_path / "a.tar.gz"
     subprocess.run(["tar", "-C", str(skill_dir), "-czf", str(out), "."], check=True)
     _check(read_artifact(out.read_bytes(), "archive", expected_name="evil"))
 
 
-@pytest.mark.skipif(shutil.which("zip") is None, reason="needs Info-ZIP zip")
 def test_reads_zip_made_with_info_zip(skill_dir: Path, tmp_path: Path):
+    require_tool("zip")
     subprocess.run(f"cd {skill_dir} && zip -qr {tmp_path / 'a.zip'} .", shell=True, check=True)
     _check(read_artifact((tmp_path / "a.zip").read_bytes(), "archive", expected_name="evil"))
 
@@ -113,8 +114,8 @@ def test_reads_zip_made_with_python_zipfile_including_data_descriptors(skill_dir
     assert set(contents.files) == EXPECTED
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_reads_git_archive_with_its_global_comment_header(skill_dir: Path, tmp_path: Path):
+    require_tool("git")
     git = ["git", "-C", str(skill_dir), "-c", "user.email=t@example.com", "-c", "user.name=t"]
     subprocess.run(git + ["init", "-q"], check=True)
     subprocess.run(git + ["add", "."], check=True)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import shutil
 import tarfile
 import zipfile
 from pathlib import Path
 
 import pytest
+from tools import require_tool
 
 from skillctl.bundle import read_artifact
 from skillctl.errors import IntegrityError, NotFoundError, RegistryError
@@ -324,8 +324,7 @@ def test_a_hand_written_site_in_another_tools_layout_is_consumed(tmp_path: Path,
 
 
 def test_https_with_a_private_ca(tmp_path: Path, site_dir: Path, open_site, monkeypatch: pytest.MonkeyPatch):
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed (it makes the test CA)")
+    require_tool("openssl")
     ca, cert, key = make_test_ca(tmp_path / "tls")
     with SiteServer(site_dir, tls=(cert, key)) as srv:
         with pytest.raises(RegistryError, match="certificate not trusted.*REQUESTS_CA_BUNDLE"):

@@ -7,12 +7,12 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import shutil
 import time
 import tracemalloc
 from pathlib import Path
 
 import pytest
+from tools import require_tool
 
 from skillctl.errors import IntegrityError, NotFoundError, RegistryError
 from skillctl.registry.lockfile import Requirements, install, resolve_lock
@@ -270,8 +270,7 @@ def test_an_artifact_missing_from_the_server_is_named(server: SiteServer, site_d
 
 @pytest.fixture(scope="module")
 def test_ca(tmp_path_factory):
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed (it makes the test CA)")
+    require_tool("openssl")
     return make_test_ca(tmp_path_factory.mktemp("tls"))
 
 
