@@ -114,8 +114,10 @@ def show(ref: str, prereleases: bool, registry_url: str | None, fmt: str) -> Non
     click.echo(f"  published:   {_when(rec.created_at)}{' UTC' if rec.created_at else ''}")
     if rec.index_url:
         click.echo(f"  index:       {rec.index_url}")
-    if rec.origin:
-        click.echo(f"  origin:      {rec.origin.url} ({rec.origin.digest})")
+    if rec.artifact_url:
+        click.echo(f"  artifact:    {rec.artifact_url}")
+    if rec.mirrored_from:
+        click.echo(f"  mirrored from: {rec.mirrored_from.url} ({rec.mirrored_from.digest})")
     click.echo(f"  default:     {skill.default_version}   latest: {skill.latest_version}   versions: {skill.versions}")
 
 

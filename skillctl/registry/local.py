@@ -34,13 +34,13 @@ from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError
 from skillctl.fsutil import fsync_dir
 from skillctl.protocols import WRITE_CAPABILITIES, ResolvedSkill
 from skillctl.registry.prepare import PreparedBundle
-from skillctl.registry.records import Origin, Problem, PublishResult, SkillRecord, VersionRecord, check_origin
+from skillctl.registry.records import MirroredFrom, Problem, PublishResult, SkillRecord, VersionRecord, check_origin
 from skillctl.registry.refs import SkillRef, parse_ref, require_exact
 from skillctl.versioning import RELEASE_RANK, SemVer
 
 FORMAT = "skillctl-registry"
 FORMAT_VERSION = 1
-# 2: versions.origin (a mirrored well-known artifact's URL and digest, JSON, or '')
+# 2: versions.mirrored_from (a mirrored well-known artifact's URL and digest, JSON, or '')
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_S = 30.0
 # gc leaves young unreferenced blobs alone: they may belong to a publish in flight.
@@ -72,7 +72,7 @@ CREATE TABLE IF NOT EXISTS versions (
     yank_reason  TEXT NOT NULL DEFAULT '',
     fetches      INTEGER NOT NULL DEFAULT 0,
     locks        INTEGER NOT NULL DEFAULT 0,
-    origin       TEXT NOT NULL DEFAULT '',
+    mirrored_from TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (skill_id, public)
 );
 CREATE INDEX IF NOT EXISTS versions_order
@@ -87,7 +87,7 @@ _LAYOUT = frozenset({"blobs", "tmp"})
 # or "2.0.0-alpha" and "2.0.0-alpha.0", are one version (one PEP 440 key), so one immutable row.
 _SAME_VERSION = "v.skill_id = ? AND v.major = ? AND v.minor = ? AND v.patch = ? AND v.pre_rank = ? AND v.pre_num = ?"
 
-_COLS = "v.skill_id, s.name, v.version, v.description, v.digest, v.tar_digest, v.size, v.files, v.created_at, v.yanked, v.yank_reason, v.front_matter, v.origin"
+_COLS = "v.skill_id, s.name, v.version, v.description, v.digest, v.tar_digest, v.size, v.files, v.created_at, v.yanked, v.yank_reason, v.front_matter, v.mirrored_from"
 _NCOLS = _COLS.count(",") + 1
 
 
@@ -102,7 +102,7 @@ def _record(row: tuple[Any, ...]) -> VersionRecord:
     return VersionRecord(
         skill_id=row[0], name=row[1], version=row[2], description=row[3], digest=row[4], tar_digest=row[5],
         size=row[6], files=row[7], created_at=row[8], yanked=bool(row[9]), yank_reason=row[10],
-        front_matter=json.loads(row[11]), origin=Origin.from_dict(json.loads(row[12])) if row[12] else None,
+        front_matter=json.loads(row[11]), mirrored_from=MirroredFrom.from_dict(json.loads(row[12])) if row[12] else None,
     )
 
 
@@ -193,8 +193,8 @@ class LocalRegistry:
                         conn.execute(stmt)
                     # A registry made by an older skillctl: add what its tables lack. Older
                     # versions still read it (they name their columns).
-                    if "origin" not in {r[1] for r in conn.execute("PRAGMA table_info(versions)")}:
-                        conn.execute("ALTER TABLE versions ADD COLUMN origin TEXT NOT NULL DEFAULT ''")
+                    if "mirrored_from" not in {r[1] for r in conn.execute("PRAGMA table_info(versions)")}:
+                        conn.execute("ALTER TABLE versions ADD COLUMN mirrored_from TEXT NOT NULL DEFAULT ''")
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except sqlite3.DatabaseError as exc:
             raise RegistryError(f"registry index {self.root / 'index.sqlite'} is unusable: {exc}") from None
@@ -314,12 +314,12 @@ class LocalRegistry:
             mj, mn, pt, rank, num = sv.order
             c.execute(
                 "INSERT INTO versions (skill_id, version, public, major, minor, patch, pre_rank, pre_num, description,"
-                " front_matter, digest, tar_digest, size, files, created_at, origin) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " front_matter, digest, tar_digest, size, files, created_at, mirrored_from) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     skill_id, str(sv), sv.public, mj, mn, pt, rank, num, bundle.description,
                     json.dumps(bundle.front_matter, sort_keys=True, ensure_ascii=False), bundle.digest, bundle.tar_digest,
                     bundle.size, len(bundle.files), now,
-                    json.dumps(bundle.origin.to_dict(), sort_keys=True) if bundle.origin else "",
+                    json.dumps(bundle.mirrored_from.to_dict(), sort_keys=True) if bundle.mirrored_from else "",
                 ),
             )
             rec = _record(
@@ -380,8 +380,6 @@ class LocalRegistry:
         )
 
     def resolve(self, ref: str, *, prereleases: bool = False, index_url: str = "") -> ResolvedSkill:
-        """``index_url``: where a lock says it found this version (a well-known site's versioned
-        index); a registry without per-version indexes resolves by name and version alone."""
         return self.resolve_record(ref, prereleases=prereleases).resolved()
 
     def fetch(self, skill: ResolvedSkill) -> bytes:

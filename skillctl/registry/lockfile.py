@@ -36,7 +36,7 @@ from skillctl.bundle import ARTIFACT_TYPES, BUNDLE, read_artifact, sha256_digest
 from skillctl.env.declare import project_declarations
 from skillctl.errors import IntegrityError, LockError, SkillctlError
 from skillctl.yamlfile import read_yaml
-from skillctl.protocols import RECORD_LOCKS, Registry, ResolvedSkill, Store
+from skillctl.protocols import RECORD_LOCKS, Registry, RegistryReader, ResolvedSkill
 from skillctl.registry.refs import NAME_RE, parse_ref
 from skillctl.versioning import SEMVER_RE
 
@@ -221,7 +221,7 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def resolve_locked(registry: Store, skill: LockedSkill) -> ResolvedSkill:
+def resolve_locked(registry: RegistryReader, skill: LockedSkill) -> ResolvedSkill:
     """The registry's record for a locked version, refused unless it has the locked digest.
 
     Resolved by name and exact version, not by id: ids are per registry, and a lock must keep
@@ -236,7 +236,7 @@ def resolve_locked(registry: Store, skill: LockedSkill) -> ResolvedSkill:
     return rec
 
 
-def fetch_locked(registry: Store, skill: LockedSkill) -> tuple[ResolvedSkill, bytes]:
+def fetch_locked(registry: RegistryReader, skill: LockedSkill) -> tuple[ResolvedSkill, bytes]:
     """Fetch exactly what the lock names, verifying the registry still serves the same bytes."""
     rec = resolve_locked(registry, skill)
     data = registry.fetch(rec)
@@ -245,7 +245,7 @@ def fetch_locked(registry: Store, skill: LockedSkill) -> tuple[ResolvedSkill, by
     return rec, data
 
 
-def install(lock: Lock, registry: Store, dest: Path, *, progress: Callable[[str], None] | None = None) -> list[Path]:
+def install(lock: Lock, registry: RegistryReader, dest: Path, *, progress: Callable[[str], None] | None = None) -> list[Path]:
     """Install every locked skill into ``dest/NAME/``; returns the folders, sorted by name.
 
     All bundles are fetched and checked (digest against the lock, then every member) before

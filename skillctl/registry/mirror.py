@@ -13,7 +13,7 @@ another of their skills already has that id: ids are per registry).
 
 A well-known site serves its own artifact format (files at the archive root, or a lone
 SKILL.md), not bundles: each version becomes the bundle ``pack`` would make of the same files,
-and the record keeps the original artifact's URL and digest as its ``origin``.
+and the record keeps the original artifact's URL and digest (``mirrored_from``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from skillctl.bundle import BUNDLE, sha256_digest
 from skillctl.errors import IntegrityError, SkillctlError
 from skillctl.protocols import Registry, RegistryReader
 from skillctl.registry.prepare import prepare_artifact_bytes
-from skillctl.registry.records import VersionRecord
+from skillctl.registry.records import MirroredFrom, VersionRecord
 from skillctl.registry.refs import parse_ref
 
 
@@ -56,6 +56,14 @@ def source_versions(source: RegistryReader, ref: str, *, prereleases: bool = Fal
     return [source.resolve_record(parsed, prereleases=prereleases)]
 
 
+def mirrored_from(rec: VersionRecord) -> MirroredFrom | None:
+    """What a copy of ``rec`` records as its original: the site's artifact when ``rec`` is one,
+    else what ``rec`` itself was mirrored from (a copy of a copy keeps the first original)."""
+    if rec.artifact_url:
+        return MirroredFrom(rec.artifact_url, rec.digest)
+    return rec.mirrored_from
+
+
 def copy_version(source: RegistryReader, target: Registry, rec: VersionRecord) -> CopyResult:
     data = source.fetch(rec.resolved())
     actual = sha256_digest(data)
@@ -63,7 +71,7 @@ def copy_version(source: RegistryReader, target: Registry, rec: VersionRecord) -
         raise IntegrityError(f"{rec.name}@{rec.version}: bytes from {source.url} hash to {actual[:19]}…, not {rec.digest[:19]}…")
     prepared = prepare_artifact_bytes(
         data, rec.artifact_type, name=rec.name, source=f"{rec.name}@{rec.version} from {source.url}", version=rec.version,
-        origin=rec.origin,
+        mirrored_from=mirrored_from(rec),
     )
     res = target.publish(prepared, created_at=rec.created_at or None, skill_id=rec.skill_id)
     if res.record.digest != prepared.digest:

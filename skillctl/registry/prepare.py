@@ -11,7 +11,7 @@ from typing import Any
 
 from skillctl.bundle import BUNDLE, BundleContents, pack, read_artifact, read_bundle, repack, write_contents
 from skillctl.errors import SkillError, VersionError
-from skillctl.registry.records import Origin
+from skillctl.registry.records import MirroredFrom
 from skillctl.skill import Skill, check_skill, load_skill
 from skillctl.versioning import SemVer
 
@@ -26,7 +26,7 @@ class PreparedBundle:
     digest: str
     tar_digest: str
     files: tuple[str, ...]
-    origin: Origin | None = None  # set when the bundle was converted from a well-known artifact
+    mirrored_from: MirroredFrom | None = None  # set when the bundle was converted from a well-known artifact
 
     @property
     def size(self) -> int:
@@ -70,23 +70,24 @@ def prepare_bundle_bytes(data: bytes, *, source: str, version: str | None = None
 
 
 def prepare_artifact_bytes(
-    data: bytes, artifact_type: str, *, name: str, source: str, version: str | None = None, origin: Origin | None = None
+    data: bytes, artifact_type: str, *, name: str, source: str, version: str | None = None,
+    mirrored_from: MirroredFrom | None = None,
 ) -> PreparedBundle:
     """Check any skill artifact (see ``read_artifact``) like a bundle from elsewhere. A
-    well-known archive or SKILL.md becomes the bundle ``pack`` would make of its files; ``origin``
-    (the original artifact's URL and digest) travels with it into the registry's record."""
+    well-known archive or SKILL.md becomes the bundle ``pack`` would make of its files;
+    ``mirrored_from`` (the original artifact's URL and digest) travels with it into the record."""
     contents = read_artifact(data, artifact_type, expected_name=name, source=source)
     if artifact_type == BUNDLE:
-        return _prepare_contents(contents, data, source=source, version=version, origin=origin)
+        return _prepare_contents(contents, data, source=source, version=version, mirrored_from=mirrored_from)
     packed = repack(contents)
     converted = BundleContents(
         contents.name, contents.files, contents.executables, contents.dirs, packed.digest, packed.tar_digest, packed.size
     )
-    return _prepare_contents(converted, packed.data, source=source, version=version, origin=origin)
+    return _prepare_contents(converted, packed.data, source=source, version=version, mirrored_from=mirrored_from)
 
 
 def _prepare_contents(
-    contents: BundleContents, data: bytes, *, source: str, version: str | None, origin: Origin | None = None
+    contents: BundleContents, data: bytes, *, source: str, version: str | None, mirrored_from: MirroredFrom | None = None
 ) -> PreparedBundle:
     with tempfile.TemporaryDirectory(prefix="skillctl-check-") as tmp:
         # The contents are already verified: write them as they are instead of parsing the
@@ -100,7 +101,7 @@ def _prepare_contents(
     ver = choose_version(skill, version, source)
     return PreparedBundle(
         skill.name, ver, skill.description, skill.front_matter(), data, contents.digest, contents.tar_digest,
-        tuple(sorted(contents.files)), origin,
+        tuple(sorted(contents.files)), mirrored_from,
     )
 
 

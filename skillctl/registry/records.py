@@ -16,7 +16,7 @@ from skillctl.versioning import SemVer
 
 
 @dataclass(frozen=True)
-class Origin:
+class MirroredFrom:
     """Where a mirrored version came from: the original artifact's URL and digest (a well-known
     site serves its own archive format; the registry stores the skill as a bundle, whose digest
     differs, and keeps these so the copy can be traced and checked against the original)."""
@@ -28,7 +28,7 @@ class Origin:
         return {"url": self.url, "digest": self.digest}
 
     @classmethod
-    def from_dict(cls, doc: Any) -> "Origin | None":
+    def from_dict(cls, doc: Any) -> "MirroredFrom | None":
         if isinstance(doc, dict) and isinstance(doc.get("url"), str) and isinstance(doc.get("digest"), str):
             return cls(doc["url"], doc["digest"])
         return None
@@ -49,8 +49,9 @@ class VersionRecord:
     yank_reason: str = ""
     front_matter: dict[str, Any] = field(default_factory=dict, compare=False)
     artifact_type: str = "bundle"  # see ResolvedSkill
-    index_url: str = ""
-    origin: Origin | None = None
+    index_url: str = ""  # a well-known site's index listing this version
+    artifact_url: str = ""  # where a well-known site serves the artifact
+    mirrored_from: MirroredFrom | None = None  # the original of a version copied from a site
 
     def resolved(self) -> ResolvedSkill:
         return ResolvedSkill(
@@ -82,7 +83,8 @@ class VersionRecord:
             **({"yank_reason": self.yank_reason} if self.yank_reason else {}),
             **({"artifact_type": self.artifact_type} if self.artifact_type != "bundle" else {}),
             **({"index": self.index_url} if self.index_url else {}),
-            **({"origin": self.origin.to_dict()} if self.origin else {}),
+            **({"artifact_url": self.artifact_url} if self.artifact_url else {}),
+            **({"mirrored_from": self.mirrored_from.to_dict()} if self.mirrored_from else {}),
         }
 
 

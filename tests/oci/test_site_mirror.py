@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from skillctl.registry.local import LocalRegistry
-from skillctl.registry.oci.mirror import copy_skills
+from skillctl.registry.mirror import copy_skills
 from skillctl.registry.prepare import prepare_folder
 from skillctl.registry.wellknown import WellKnownRegistry
 from skillctl.registry.wellknown.site import build_site
@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.requires_registry]
 WK = ".well-known/agent-skills"
 
 
-def test_copy_from_a_site_into_oci_keeps_the_origin(tmp_path: Path, oci, registry_server, ns, monkeypatch) -> None:
+def test_copy_from_a_site_into_oci_keeps_the_original(tmp_path: Path, oci, registry_server, ns, monkeypatch) -> None:
     monkeypatch.setenv("SKILLCTL_CACHE_DIR", str(tmp_path / "cache"))
     with LocalRegistry(tmp_path / "reg") as reg:
         for version in ("1.0.0", "1.1.0"):
@@ -38,6 +38,6 @@ def test_copy_from_a_site_into_oci_keeps_the_origin(tmp_path: Path, oci, registr
         snapshot = json.loads((tmp_path / "site" / WK / "tally/v1.1.0/index.json").read_text())["skills"][0]
     rec = oci.resolve_record("tally@1.1.0")
     assert rec.digest == original["1.1.0"]  # files at the root -> the same canonical bundle
-    assert rec.origin is not None and rec.origin.digest == snapshot["digest"]
-    assert rec.origin.url == f"{srv.url}/{WK}/tally/v1.1.0/tally.tar.gz"
+    assert rec.mirrored_from is not None and rec.mirrored_from.digest == snapshot["digest"]
+    assert rec.mirrored_from.url == f"{srv.url}/{WK}/tally/v1.1.0/tally.tar.gz"
     assert oci.resolve_record("tally@1.0.0").yanked

@@ -1,5 +1,6 @@
 """The ``Registry`` contract, one suite for every backend: the same assertions against the
-folder registry, an OCI registry (Debian's real ``docker-registry``) and a read-only registry.
+folder registry, an OCI registry (Debian's real ``docker-registry``), a read-only registry and a
+well-known site (built by ``site build`` and served over HTTP on loopback).
 
 To add a backend: write a ``Backend`` for it in ``backend()`` below (how to open a client on
 fresh storage, and how to put bundles there) and add its name to ``BACKENDS``. Reading is checked
@@ -17,7 +18,7 @@ from typing import Callable, Iterator, Sequence
 
 import pytest
 
-from skillctl.bundle import sha256_digest
+from skillctl.bundle import BUNDLE, read_artifact, read_bundle, sha256_digest
 from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError, UnsupportedError, VersionError
 from skillctl.protocols import GC, PUBLISH, RECORD_LOCKS, REMOVE, WRITE_CAPABILITIES, YANK, Registry, RegistryReader, ResolvedSkill
 from skillctl.registry import open_registry
@@ -39,7 +40,7 @@ class ReadOnlyView(ReadOnlyRegistry):
         self.inner = inner
         self.url = f"readonly+{inner.url}"
 
-    def resolve(self, ref, *, prereleases=False):
+    def resolve(self, ref, *, prereleases=False, index_url=""):
         return self.inner.resolve(ref, prereleases=prereleases)
 
     def resolve_record(self, ref, *, prereleases=False):
@@ -76,12 +77,16 @@ class Backend:
 
     open: Callable[[], Registry]  # a new client on this test's storage (shares no cache with others)
     seed: Callable[[Sequence[PreparedBundle]], None]  # make these versions exist (writable or not)
+    # False for a well-known site: it serves its own artifact of the skill's files (files at the
+    # archive root), not the bundle, and publishes no dates, sizes or parsed front matter.
+    serves_bundles: bool = True
 
 
 BACKENDS = [
     "folder",
     pytest.param("oci", marks=pytest.mark.requires_registry),
     "read-only",
+    "well-known",
 ]
 
 
@@ -100,8 +105,35 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     if kind == "oci":
         url = request.getfixturevalue("registry_server").url(request.getfixturevalue("ns"))
         return Backend(lambda: open_registry(url, insecure=True), lambda bundles: _publish_all(open_registry(url, insecure=True), bundles))
+    if kind == "well-known":
+        return _site_backend(request, tmp_path)
     path = tmp_path / "registry"
     return Backend(lambda: ReadOnlyView(LocalRegistry(path)), lambda bundles: _publish_all(LocalRegistry(path), bundles))
+
+
+def _site_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """A folder registry as the publisher, its site in a folder served on loopback: seeding
+    publishes there and rebuilds the site; each client gets a cache of its own."""
+    from skillctl.registry.wellknown import WellKnownRegistry
+    from skillctl.registry.wellknown.site import build_site
+    from wellknown.server import SiteServer
+
+    source, site = tmp_path / "publisher", tmp_path / "site"
+    with LocalRegistry(source) as reg:
+        build_site(site, reg)  # an empty site still has an index
+    server = SiteServer(site).start()
+    request.addfinalizer(server.stop)
+    clients = iter(range(1000))
+
+    def seed(bundles: Sequence[PreparedBundle]) -> None:
+        _publish_all(LocalRegistry(source), bundles)
+        with LocalRegistry(source) as reg:
+            build_site(site, reg)
+
+    def open_client() -> Registry:
+        return WellKnownRegistry.from_url(server.url, insecure=True, cache_dir=str(tmp_path / f"cache{next(clients)}"))
+
+    return Backend(open_client, seed, serves_bundles=False)
 
 
 @pytest.fixture(scope="module")
@@ -144,14 +176,24 @@ def test_it_is_a_registry_and_declares_its_capabilities(reg: Registry) -> None:
     assert isinstance(reg.url, str) and reg.url
 
 
-def test_versions_are_newest_first_with_their_records(reg: Registry, bundles) -> None:
+def _same_files(reg: Registry, skill: ResolvedSkill, bundle: PreparedBundle) -> bool:
+    """The artifact ``reg`` serves for ``skill`` holds exactly the bundle's files and modes."""
+    served = read_artifact(reg.fetch(skill), skill.artifact_type, expected_name=skill.name)
+    original = read_bundle(bundle.data)
+    return (dict(served.files), served.executables) == (dict(original.files), original.executables)
+
+
+def test_versions_are_newest_first_with_their_records(backend: Backend, reg: Registry, bundles) -> None:
     recs = reg.versions("demo")
     assert [r.version for r in recs] == ["2.0.0-rc.1", "1.10.0", "1.2.0", "1.0.0", "0.9.0"]
     for rec in recs:
         b = bundles[("demo", rec.version)]
-        assert (rec.name, rec.digest, rec.tar_digest, rec.size, rec.files) == ("demo", b.digest, b.tar_digest, b.size, len(b.files))
-        assert rec.description == b.description and rec.front_matter["name"] == "demo"
-        assert rec.created_at > 0 and not rec.yanked
+        assert rec.name == "demo" and rec.description == b.description and not rec.yanked
+        if backend.serves_bundles:
+            assert (rec.digest, rec.tar_digest, rec.size, rec.files) == (b.digest, b.tar_digest, b.size, len(b.files))
+            assert rec.front_matter["name"] == "demo" and rec.created_at > 0
+        else:
+            assert rec.artifact_type != BUNDLE and _same_files(reg, rec.resolved(), b)
     assert len({r.skill_id for r in recs}) == 1 and ID_RE.match(recs[0].skill_id)
     assert reg.versions("other")[0].skill_id != recs[0].skill_id
 
@@ -191,11 +233,15 @@ def test_skills_resolve_by_id(reg: Registry) -> None:
         reg.resolve("skill_" + "f" * 24)
 
 
-def test_fetch_returns_exactly_the_published_bytes(reg: Registry, bundles) -> None:
+def test_fetch_returns_exactly_the_published_bytes(backend: Backend, reg: Registry, bundles) -> None:
     for ref, version in (("demo@^1", "1.10.0"), ("other", "1.0.0")):
         skill = reg.resolve(ref)
         data = reg.fetch(skill)
-        assert data == bundles[(skill.name, version)].data and sha256_digest(data) == skill.digest
+        assert sha256_digest(data) == skill.digest
+        if backend.serves_bundles:
+            assert data == bundles[(skill.name, version)].data
+        else:
+            assert _same_files(reg, skill, bundles[(skill.name, version)])
 
 
 def test_fetch_refuses_a_digest_the_registry_does_not_hold(reg: Registry) -> None:
@@ -205,7 +251,7 @@ def test_fetch_refuses_a_digest_the_registry_does_not_hold(reg: Registry) -> Non
         reg.fetch(forged)
 
 
-def test_list_and_get_skill_summaries(reg: Registry, bundles) -> None:
+def test_list_and_get_skill_summaries(backend: Backend, reg: Registry, bundles) -> None:
     skills = reg.list_skills()
     assert [(s.name, s.default_version, s.latest_version, s.versions) for s in skills] == [
         ("demo", "1.10.0", "2.0.0-rc.1", 5), ("other", "1.0.0", "1.0.0", 1)
@@ -213,7 +259,7 @@ def test_list_and_get_skill_summaries(reg: Registry, bundles) -> None:
     demo = reg.get_skill("demo")
     assert demo == skills[0]
     assert demo.description == bundles[("demo", "1.10.0")].description
-    assert demo.id == reg.versions("demo")[0].skill_id and demo.created_at > 0
+    assert demo.id == reg.versions("demo")[0].skill_id and (demo.created_at > 0 or not backend.serves_bundles)
     assert demo.to_dict()["object"] == "skill"
 
 

@@ -118,14 +118,14 @@ def test_run_loads_skills_from_the_site(site: SiteServer, tmp_path: Path):
     assert any("name: tally" in json.dumps(r) for r in records)
 
 
-def test_copy_from_the_site_into_a_folder_registry_keeps_the_origin(site: SiteServer, tmp_path: Path):
+def test_copy_from_the_site_into_a_folder_registry_keeps_the_original(site: SiteServer, tmp_path: Path):
     mirror = tmp_path / "mirror"
     out = json.loads(run("copy", "tally", "--from", site.url, "--to", mirror, "--insecure", "--format", "json").stdout)
     assert out[0]["status"] == "published" and out[0]["origin_digest"].startswith("sha256:")
     again = json.loads(run("copy", "tally", "--from", site.url, "--to", mirror, "--insecure", "--format", "json").stdout)
     assert again[0]["status"] == "unchanged"
     shown = json.loads(run("show", "tally", "--registry", mirror, "--format", "json").stdout)["resolved"]
-    assert shown["origin"] == {"url": f"{site.url}/{WK}/tally/v1.0.0/tally.tar.gz", "digest": out[0]["origin_digest"]}
+    assert shown["mirrored_from"] == {"url": f"{site.url}/{WK}/tally/v1.0.0/tally.tar.gz", "digest": out[0]["origin_digest"]}
     # the files at the archive root became the same canonical bundle the source registry holds
     original = json.loads(run("show", "tally", "--registry", tmp_path / "reg", "--format", "json").stdout)["resolved"]
     assert shown["digest"] == original["digest"]

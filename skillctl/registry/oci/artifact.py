@@ -14,7 +14,7 @@ One OCI image manifest per version::
 
 The config blob is canonical JSON (sorted keys, no spaces, UTF-8) holding the record: id, name,
 version, description, parsed front matter, bundle digest and tar digest, size and file list, and
-for a version mirrored from a well-known site its ``origin`` (the original artifact's URL and
+for a version mirrored from a well-known site ``mirrored_from`` (the original artifact's URL and
 digest). The
 one layer is the canonical bundle, byte for byte, so its descriptor digest *is* the bundle digest
 a lockfile pins. ``artifactType`` follows image-spec 1.1; OCI 1.0 registries (distribution 2.8)
@@ -39,7 +39,7 @@ from typing import Any
 
 from skillctl.bundle import sha256_digest
 from skillctl.errors import IntegrityError, RegistryError
-from skillctl.registry.records import Origin, VersionRecord
+from skillctl.registry.records import MirroredFrom, VersionRecord
 from skillctl.versioning import SemVer
 
 ARTIFACT_TYPE = "application/vnd.skillctl.skill.v1"
@@ -109,12 +109,12 @@ class SkillConfig:
     tar_digest: str
     size: int
     files: tuple[str, ...]
-    origin: Origin | None = None  # a mirrored well-known artifact's URL and digest
+    mirrored_from: MirroredFrom | None = None  # a mirrored well-known artifact's URL and digest
 
     def to_bytes(self) -> bytes:
         return canonical_json(
             {
-                **({"origin": self.origin.to_dict()} if self.origin else {}),
+                **({"mirrored_from": self.mirrored_from.to_dict()} if self.mirrored_from else {}),
                 "schema": CONFIG_SCHEMA,
                 "id": self.skill_id,
                 "name": self.name,
@@ -248,12 +248,12 @@ def parse_config(data: bytes, manifest: SkillManifest, *, name: str, version: Se
             or not isinstance(doc.get("files"), list) or not all(isinstance(f, str) for f in doc["files"]) \
             or not isinstance(doc.get("size"), int):
         raise RegistryError(f"{where}: config blob lacks fields or has wrong types (id, name, version, digest, files…)")
-    origin = Origin.from_dict(doc.get("origin"))
-    if "origin" in doc and origin is None:
-        raise RegistryError(f"{where}: config blob has a malformed origin (url and digest strings expected)")
+    mirrored = MirroredFrom.from_dict(doc.get("mirrored_from"))
+    if "mirrored_from" in doc and mirrored is None:
+        raise RegistryError(f"{where}: config blob has a malformed mirrored_from (url and digest strings expected)")
     cfg = SkillConfig(
         doc["id"], doc["name"], doc["version"], doc["description"], doc["front_matter"], doc["digest"], doc["tar_digest"],
-        doc["size"], tuple(doc["files"]), origin,
+        doc["size"], tuple(doc["files"]), mirrored,
     )
     if cfg.digest != manifest.layer.digest or cfg.size != manifest.layer.size:
         raise IntegrityError(
@@ -274,5 +274,5 @@ def record(cfg: SkillConfig, manifest: SkillManifest) -> VersionRecord:
     return VersionRecord(
         skill_id=cfg.skill_id, name=cfg.name, version=cfg.version, description=cfg.description, digest=cfg.digest,
         tar_digest=cfg.tar_digest, size=cfg.size, files=len(cfg.files), created_at=manifest.created_at,
-        yanked=manifest.yanked, yank_reason=manifest.yank_reason, front_matter=cfg.front_matter, origin=cfg.origin,
+        yanked=manifest.yanked, yank_reason=manifest.yank_reason, front_matter=cfg.front_matter, mirrored_from=cfg.mirrored_from,
     )

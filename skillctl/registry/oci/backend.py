@@ -195,8 +195,6 @@ class OciRegistry:
         return rec
 
     def resolve(self, ref: str, *, prereleases: bool = False, index_url: str = "") -> ResolvedSkill:
-        """``index_url``: where a lock says it found this version (a well-known site's versioned
-        index); a registry without per-version indexes resolves by name and version alone."""
         return self.resolve_record(ref, prereleases=prereleases).resolved()
 
     def fetch(self, skill: ResolvedSkill) -> bytes:
@@ -268,7 +266,7 @@ class OciRegistry:
             sid = skill_id or "skill_" + secrets.token_hex(12)
         cfg = artifact.SkillConfig(
             sid, bundle.name, str(sv), bundle.description, bundle.front_matter, bundle.digest, bundle.tar_digest,
-            bundle.size, tuple(bundle.files), bundle.origin,
+            bundle.size, tuple(bundle.files), bundle.mirrored_from,
         )
         cfg_bytes, manifest = artifact.build(cfg, int(time.time()) if created_at is None else created_at)
         tag = version_tag(str(sv))

@@ -34,7 +34,7 @@ from skillctl.bundle import BundleLimits, read_artifact
 from skillctl.errors import IntegrityError, NotFoundError, RegistryError, SkillctlError, UnsupportedError
 from skillctl.protocols import ResolvedSkill
 from skillctl.registry.readonly import ReadOnlyRegistry
-from skillctl.registry.records import Origin, Problem, SkillRecord, VersionRecord, summarize
+from skillctl.registry.records import Problem, SkillRecord, VersionRecord, summarize
 from skillctl.registry.refs import SkillRef, parse_ref
 from skillctl.registry.wellknown import format as fmt
 from skillctl.registry.wellknown.cache import SiteCache, default_cache_dir
@@ -157,7 +157,7 @@ class WellKnownRegistry(ReadOnlyRegistry):
         return VersionRecord(
             skill_id=self._skill_id(entry.name), name=entry.name, version=entry.version or fmt.UNVERSIONED,
             description=entry.description, digest=entry.digest, tar_digest="", size=0, files=0, created_at=0,
-            yanked=yanked, artifact_type=entry.type, index_url=index_url, origin=Origin(entry.url, entry.digest),
+            yanked=yanked, artifact_type=entry.type, index_url=index_url, artifact_url=entry.url,
         )
 
     # ------------------------------------------------------------------ versions
@@ -236,8 +236,8 @@ class WellKnownRegistry(ReadOnlyRegistry):
                 raise NotFoundError(f"{name}@{exact} is not published in {where}; see: skillctl versions {name} --registry {self.url}")
             return rec
         entry = self._latest().get(name)
-        if "@" not in r.text and entry is not None and r.range.matches(entry.semver, prereleases=prereleases):
-            return self._pinned(entry)  # the version the publisher lists as latest: one request
+        if "@" not in r.text and not prereleases and entry is not None and r.range.matches(entry.semver):
+            return self._pinned(entry)  # the release the publisher lists as latest: one request
         candidates = self._candidates(name)
         for v, yanked, url in candidates:
             if not yanked and r.range.matches(v, prereleases=prereleases):
@@ -276,9 +276,23 @@ class WellKnownRegistry(ReadOnlyRegistry):
     def get_skill(self, name_or_id: str) -> SkillRecord:
         return summarize(self.versions(name_or_id))
 
+    def _summary(self, entry: fmt.IndexEntry) -> SkillRecord:
+        """A skill's record from its version list and its latest entry, without reading every
+        snapshot (one request per skill, none when the site publishes no version lists)."""
+        candidates = self._candidates(entry.name)
+        if not candidates:
+            return summarize([self._record(entry, self.index_url)])
+        live = [v for v, yanked, _ in candidates if not yanked]
+        default = next((v for v in live if not v.is_prerelease), None)
+        return SkillRecord(
+            id=self._skill_id(entry.name), name=entry.name, description=entry.description, created_at=0,
+            latest_version=str(live[0]) if live else None, default_version=str(default) if default else None,
+            versions=len(candidates),
+        )
+
     def list_skills(self) -> list[SkillRecord]:
-        """One record per entry of the latest index (one request; ``versions`` reads the rest)."""
-        return [summarize([self._record(e, self.index_url)]) for _, e in sorted(self._latest().items())]
+        """Every skill of the latest index, summarised from its version list."""
+        return [self._summary(e) for _, e in sorted(self._latest().items())]
 
     def fetch(self, skill: ResolvedSkill) -> bytes:
         """The artifact of ``skill``, verified against its digest (from the cache when it holds
@@ -289,9 +303,8 @@ class WellKnownRegistry(ReadOnlyRegistry):
                 f"{skill.name}@{skill.version}: {rec.index_url} now lists {rec.digest[:19]}…, not the resolved "
                 f"{skill.digest[:19]}…; refusing — the published version was changed"
             )
-        assert rec.origin is not None
         return self.client.artifact(
-            rec.origin.url, skill.digest, max_bytes=self._limits.max_bundle_size, what=f"{skill.name}@{skill.version}"
+            rec.artifact_url, skill.digest, max_bytes=self._limits.max_bundle_size, what=f"{skill.name}@{skill.version}"
         )
 
     # ------------------------------------------------------------------ maintenance
@@ -310,10 +323,9 @@ class WellKnownRegistry(ReadOnlyRegistry):
                 if rec.version == (entry.version or fmt.UNVERSIONED) and rec.digest != entry.digest:
                     problems.append(Problem("error", "inconsistent", f"{name}@{rec.version}: {self.index_url} and {rec.index_url} list different digests"))
                 try:
-                    assert rec.origin is not None
-                    data = self.client.artifact(rec.origin.url, rec.digest, max_bytes=self._limits.max_bundle_size,
+                    data = self.client.artifact(rec.artifact_url, rec.digest, max_bytes=self._limits.max_bundle_size,
                                                 what=f"{name}@{rec.version}", use_cache=False)
-                    read_artifact(data, rec.artifact_type, expected_name=name, source=rec.origin.url)
+                    read_artifact(data, rec.artifact_type, expected_name=name, source=rec.artifact_url)
                 except IntegrityError as exc:
                     problems.append(Problem("error", "corrupt", str(exc)))
                 except SkillctlError as exc:
