@@ -5,7 +5,6 @@ route writes on the wire. No timed assertions: deadlines are what end the slow c
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import time
 import tracemalloc

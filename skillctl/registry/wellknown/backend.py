@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from typing import Any, Callable
+from typing import Callable
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from skillctl.bundle import BundleLimits, read_artifact
