@@ -24,6 +24,9 @@ if ! command -v "$PY_SYS" >/dev/null 2>&1 || ! "$PY_SYS" -c 'import venv, ensure
 fi
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+# The command supervisor (container/supervise.c) is compiled here and linked statically into the image
+command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
+ls /usr/lib/*/libc.a >/dev/null 2>&1 || need_apt+=(libc6-dev)
 # OCI registry tests run Debian's distribution server (with htpasswd auth; openssl signs test tokens)
 [ -x /usr/bin/docker-registry ] || need_apt+=(docker-registry)
 command -v htpasswd >/dev/null 2>&1 || need_apt+=(apache2-utils)

@@ -172,6 +172,29 @@ def test_inputs_are_staged_as_files_the_agent_owns(env, tmp_path, agent_image):
     assert outs[3]["outcome"] == {"type": "exit", "exit_code": 0}, outs[3]  # the agent may write its inputs
 
 
+@pytest.mark.requires_docker
+@pytest.mark.parametrize("keep", [False, True], ids=["default", "keep-background"])
+def test_a_background_service_outlives_its_step_only_when_asked(keep, env, tmp_path, agent_image):
+    # The agent's own commands cannot kill the keep-alive either: the run still answers.
+    steps = [
+        {"shell": ["nohup sleep 4321 >/dev/null 2>&1 & echo started"]},
+        {"shell": ["ps -eo args= | grep -c '^[s]leep 4321' || true"]},
+        {"shell": ["pkill -x sleep; kill -9 -1; echo tried"]},
+        {"shell": ["echo still working"]},
+        {"answer": "done"},
+    ]
+    transcript = tmp_path / "t.jsonl"
+    flags = ["--keep-background"] if keep else []
+    result = invoke(env, "run", *flags, "--model", script(tmp_path, steps), "--transcript", str(transcript), "Serve.")
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in transcript.read_text().splitlines()]
+    outs = [o for e in events if e["type"] == "message" and e.get("details") for o in e["details"]["output"]]
+    assert [o["stdout"] for o in outs[:2]] == ["started\n", "1\n" if keep else "0\n"]
+    # kill -9 -1 killed its own command's supervisor (137), and nothing else that matters.
+    assert outs[2]["outcome"] == {"type": "exit", "exit_code": 137}
+    assert outs[3]["stdout"] == "still working\n"
+
+
 def test_bad_inputs_are_one_line_errors(env, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     (a / "x").mkdir(parents=True)
@@ -181,6 +204,8 @@ def test_bad_inputs_are_one_line_errors(env, tmp_path):
         (["--model", f"script:{tmp_path / 'missing.yaml'}"], 1, "does not exist"),
         (["--model", script(tmp_path, [{"answer": "x"}]), "--input", str(tmp_path / "nothing")], 2, "does not exist"),
         (["--model", script(tmp_path, [{"answer": "x"}]), "--sandbox", "local"], 1, "allow_unsafe_local"),
+        (["--model", script(tmp_path, [{"answer": "x"}]), "--sandbox", "local", "--allow-unsafe-local",
+          "--keep-background"], 1, "keep_background is not available in the local sandbox"),
         (["--model", script(tmp_path, [{"answer": "x"}]), "--skill", "no-such-skill"], 1, "no skill 'no-such-skill'"),
         (["--model", script(tmp_path, [{"answer": "x"}]), "--input", str(a / "x"), "--input", str(b / "x")], 1,
          "two inputs are named x"),

@@ -27,6 +27,7 @@ from skillctl.sandbox import BACKENDS as SANDBOXES
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Approval policy file (YAML rules: pattern → allow|ask|deny).")
 @click.option("--sandbox", "sandbox_name", type=click.Choice(sorted(SANDBOXES)), default="docker", show_default=True, help="Where commands run.")
 @click.option("--allow-unsafe-local", is_flag=True, help="Permit --sandbox local (no isolation at all).")
+@click.option("--keep-background", is_flag=True, help="Let processes a command leaves running with their output redirected (nohup srv > log 2>&1 &) outlive it, e.g. a server for later steps. Default: everything a command started is killed when it ends. Docker sandbox only.")
 @click.option("--image", help="Agent image (docker; default: the one `skillctl image build` makes, built on first use). Skill environments are layered on it.")
 @click.option("--index-url", envvar="SKILLCTL_INDEX_URL", metavar="URL", help="Package index for the skills' declared requirements. Env: SKILLCTL_INDEX_URL (else UV_INDEX_URL, PIP_INDEX_URL, PyPI).")
 @click.option("--allow-sdist", is_flag=True, help="Accept source distributions where no wheel fits (built in a throwaway container, never here).")
@@ -42,8 +43,9 @@ from skillctl.sandbox import BACKENDS as SANDBOXES
 @format_option
 @library_errors
 def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, max_seconds, max_tokens, context_budget,
-            timeout_ms, approve, policy_path, sandbox_name, allow_unsafe_local, image, index_url, allow_sdist, memory_limit, cpus,
-            catalog_budget, compact, subagents, memory, output_dir, transcript_path, registry_url, fmt) -> None:
+            timeout_ms, approve, policy_path, sandbox_name, allow_unsafe_local, keep_background, image, index_url, allow_sdist,
+            memory_limit, cpus, catalog_budget, compact, subagents, memory, output_dir, transcript_path, registry_url,
+            fmt) -> None:
     """Run an agent on TASK with the given skills loaded into a sandbox.
 
     Order: resolve the skills (metadata), start a locked-down container, copy each verified
@@ -57,7 +59,8 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
 
     # Only what was given: the backend's defaults apply otherwise, and a limit the chosen
     # backend cannot enforce (the local one has none) is an error, not silently dropped.
-    settings = {k: v for k, v in (("memory", memory_limit), ("cpus", cpus)) if v is not None}
+    given = (("memory", memory_limit), ("cpus", cpus), ("keep_background", keep_background or None))
+    settings = {k: v for k, v in given if v is not None}
     registry = open_registry_for_cli(registry_url) if (skills or lock_path) else None
     try:
         result = run(RunSpec(

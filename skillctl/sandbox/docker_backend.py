@@ -1,15 +1,20 @@
 """The Docker sandbox: one hardened container per run, one ``docker exec`` per command.
 
 Lifecycle: ``start`` reaps orphans, then creates and starts a container whose only process
-sleeps for the TTL (``container/entrypoint.sh``); ``exec`` runs each command as its own exec in
-``/workspace`` with an explicit environment; ``stop`` force-removes the container and its
-volumes. Use it as a context manager, or call ``stop`` in a ``finally``; see ``cleanup`` for
-what happens on signals and ``reaper`` for what happens after SIGKILL.
+sleeps for the TTL (``container/entrypoint.sh``), as ``keepalive_user``, a uid the agent's
+commands cannot signal; ``exec`` runs each command as its own exec in ``/workspace`` with an
+explicit environment; ``stop`` force-removes the container and its volumes. Use it as a context
+manager, or call ``stop`` in a ``finally``; see ``cleanup`` for what happens on signals and
+``reaper`` for what happens after SIGKILL. When the container dies under a run, the error says
+how, from the engine's events (killed from outside, out of memory, TTL), not a guess.
 
-Timeouts, two of them. Inside the container the command runs under
-``timeout -k KILL_AFTER N sh -c CMD``, which really kills it (``docker exec`` forwards no
-signals, and the Docker API cannot kill an exec). The host waits N + ``host_grace_s`` more; if
-even that passes, the daemon or the container is stuck and ``SandboxTimeout`` is raised.
+A command runs as ``skillctl-supervise -- timeout -k KILL_AFTER N sh -c CMD``. Timeouts, two of
+them: ``timeout`` really kills the command at N (``docker exec`` forwards no signals, and the
+Docker API cannot kill an exec); the host waits N + ``host_grace_s`` more, and if even that
+passes, the daemon or the container is stuck and ``SandboxTimeout`` is raised. The supervisor
+(``container/supervise.c``) is a child subreaper: when ``timeout`` returns, it kills and reaps
+whatever the command left behind (``cmd &``, ``nohup``, ``setsid``, a fork bomb), so the exec
+ends only once all of it is gone, and commands running beside it are untouched.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from skillctl.sandbox import cleanup
 from skillctl.sandbox.client import daemon_error, docker_client, retry
 from skillctl.sandbox.output import CappedCapture
 from skillctl.sandbox.reaper import Owner, reap
+from skillctl.sandbox.supervisor import IMAGE_PATH as SUPERVISOR
 from skillctl.sandbox.settings import (
     LABEL_EXPIRES,
     LABEL_MANAGED,
@@ -75,6 +81,7 @@ class DockerSandbox:
         self._client = client
         self._container: Any | None = None
         self._ids: dict[str, tuple[int, int]] = {}
+        self._started_at = 0.0  # epoch seconds, for saying how long the container lived
         self.reaped: list[str] = []
 
     # ------------------------------------------------------------------ lifecycle
@@ -139,6 +146,7 @@ class DockerSandbox:
     def start(self) -> None:
         """Reap orphans, then create and start the container. Idempotent."""
         import docker.errors
+        from docker.types import Ulimit
 
         if self._container is not None:
             return
@@ -163,13 +171,15 @@ class DockerSandbox:
             }
         )
         cleanup.register(self)  # before create: a signal in between must still find the name
+        self._started_at = time.time()
         try:
             self._container = client.containers.create(
                 s.image,
                 command=[str(s.ttl_s)],
                 name=self.name,
                 labels=labels,
-                user=s.user,
+                # The init and the keep-alive; commands run as ``s.user`` (see ``exec``).
+                user=s.keepalive_user,
                 working_dir=s.workdir,
                 environment=dict(s.env),
                 network_mode=s.network,
@@ -183,6 +193,10 @@ class DockerSandbox:
                 read_only=s.read_only,
                 auto_remove=True,  # an orphan whose TTL ran out disappears by itself
                 mounts=self._mounts(),
+                shm_size=s.shm_size,
+                # No POSIX message queues: /dev/mqueue cannot be turned off, but with a zero
+                # limit nothing can be created in it.
+                ulimits=[Ulimit(name="msgqueue", soft=0, hard=0)],
                 hostname="sandbox",
                 stdin_open=False,
                 tty=False,
@@ -235,7 +249,8 @@ class DockerSandbox:
         if not timeout_s > 0:
             raise SandboxError(f"timeout must be a positive number of seconds, got {timeout_s}")
         s = self.settings
-        argv = ["timeout", "-k", _seconds(s.kill_after_s), _seconds(timeout_s), "sh", "-c", command]
+        argv = [SUPERVISOR, *(["--keep-background"] if s.keep_background else []), "--",
+                "timeout", "-k", _seconds(s.kill_after_s), _seconds(timeout_s), "sh", "-c", command]
         environment = dict(s.env)
         environment.update(env or {})
         api = self.client.api
@@ -300,10 +315,40 @@ class DockerSandbox:
         text = str(exc)
         if "is not running" in text or "No such container" in text:
             return SandboxError(
-                f"the sandbox container {self.name} is no longer running (TTL of {self.settings.ttl_s} s "
-                "passed, or it was removed): start a new sandbox"
+                f"the sandbox container {self.name} is no longer running: {self._how_it_ended()}; "
+                "start a new sandbox"
             )
         return daemon_error(f"running a command in {self.name}", exc)
+
+    def _how_it_ended(self) -> str:
+        """How the container ended, from the engine's events for it, in words."""
+        s = self.settings
+        cid = self._container.id if self._container is not None else self.name
+        lived = f"{max(0.0, time.time() - self._started_at):.0f} s after it started"
+        actions: dict[str, dict[str, str]] = {}
+        with suppress(Exception):
+            # A bounded query (until = now): events of a container that is gone are still there.
+            for event in self.client.api.events(
+                since=int(self._started_at) - 1, until=int(time.time()) + 1, filters={"container": cid}, decode=True
+            ):
+                actions.setdefault(str(event.get("Action") or event.get("status")), event.get("Actor", {}).get("Attributes", {}))
+        if "oom" in actions:
+            return f"it ran out of memory (limit {s.memory}) {lived}"
+        if "kill" in actions:
+            return (
+                f"it was killed from outside (signal {actions['kill'].get('signal', '?')}: `docker kill`, "
+                f"`docker stop` or `docker rm -f`) {lived}, not by its TTL of {s.ttl_s} s"
+            )
+        if "die" in actions:
+            code = actions["die"].get("exitCode", "?")
+            if time.time() - self._started_at >= s.ttl_s - 1 and code == "0":
+                return f"its TTL of {s.ttl_s} s ran out"
+            return f"its keep-alive process ended (exit code {code}) {lived}, before its TTL of {s.ttl_s} s"
+        if "destroy" in actions:
+            return f"it was removed from outside {lived}, not by its TTL of {s.ttl_s} s"
+        if time.time() - self._started_at >= s.ttl_s:
+            return f"its TTL of {s.ttl_s} s has passed"
+        return f"it disappeared {lived} and the engine recorded no reason (removed from outside, or the engine restarted)"
 
     def _require_running(self, settle_s: float = 0.3) -> None:
         """Raise if the container is gone or going. A command killed by SIGKILL/SIGTERM may
@@ -350,16 +395,17 @@ class DockerSandbox:
             time.sleep(0.005)
 
     def _kill_exec(self, exec_id: str) -> None:
-        """Best effort, after the host deadline: kill the exec's process group from the host.
+        """Best effort, after the host deadline: tell the exec's supervisor to kill its tree.
 
-        Only possible when the daemon runs on this machine (its pids are ours); otherwise the
-        container's TTL and ``stop`` end it.
+        Only possible when the daemon runs on this machine (its pids are ours) and we may signal
+        the agent's uid; otherwise the container's TTL and ``stop`` end it. SIGCONT first: a
+        stopped supervisor would never act on the SIGTERM.
         """
         with suppress(Exception):
             pid = int(self.client.api.exec_inspect(exec_id).get("Pid") or 0)
             if pid > 0 and str(self.client.api.base_url).startswith("http+docker://localhost"):
-                # `timeout` made itself a process-group leader, so its pid is the group id.
-                os.killpg(pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGCONT)
+                os.kill(pid, signal.SIGTERM)
 
     def exec_many(self, commands: Sequence[str], *, timeout_s: float = 60.0) -> list[ExecResult]:
         """Run ``commands`` concurrently, each in its own exec; results in input order.

@@ -272,9 +272,29 @@ def build_local_base(client: Any, suite: str, progress: Progress, *, mirror: str
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def _build_context(rec: Recipe, progress: Progress) -> Iterator[Path]:
+    """The recipe's context folder plus the command supervisor, compiled here from its source in
+    that folder (the base image has no compiler, and needs none)."""
+    from skillctl.sandbox.supervisor import BINARY_NAME, SOURCE_NAME, build
+
+    progress(f"compiling the command supervisor ({SOURCE_NAME})")
+    binary = build(rec.context_dir / SOURCE_NAME)
+    with tempfile.TemporaryDirectory(prefix="skillctl-image-context-") as tmp:
+        context = Path(tmp) / "context"
+        shutil.copytree(rec.context_dir, context)
+        shutil.copy2(binary, context / BINARY_NAME)
+        yield context
+
+
 def _docker_build(client: Any, rec: Recipe, base_ref: str, progress: Progress) -> None:
+    with _build_context(rec, progress) as context:
+        _docker_build_in(client, rec, context, base_ref, progress)
+
+
+def _docker_build_in(client: Any, rec: Recipe, context: Path, base_ref: str, progress: Progress) -> None:
     stream = client.api.build(
-        path=str(rec.context_dir),
+        path=str(context),
         tag=rec.tag,
         buildargs={"BASE": base_ref},
         labels={RECIPE_LABEL: rec.hash, BASE_LABEL: rec.base},

@@ -4,6 +4,15 @@ For authoring skills on a machine without Docker. Commands run as the current us
 current user's network and files; the temporary folder only keeps the paths tidy. It is refused
 unless asked for with ``allow_unsafe_local=True`` and warns on stderr when it starts.
 
+Processes: on Linux every command runs under the same supervisor as in the container
+(``skillctl.sandbox.supervisor``, compiled with the system C compiler on first use), so nothing
+a command starts — ``cmd &``, ``nohup``, ``setsid``, a double fork — outlives it, by exit or by
+timeout. ``keep_background`` is refused here: a kept process would outlive the sandbox itself,
+on this machine, where no container takes it down. Without a C compiler,
+or on a system without child subreapers (macOS), the sandbox warns when it starts and can only
+kill the command's process group: processes that leave it (``setsid``) then survive. There is
+no process limit: a fork bomb here is a fork bomb on this machine.
+
 Paths: the sandbox folder has ``skills/``, ``workspace/``, ``tmp/`` and one folder per
 ``extra_dirs`` entry. Commands see these real paths (``workspace``, ``skills_root`` — also
 exported to commands as ``$SKILLS_DIR`` — and ``agent_path("/memory")``); every method takes
@@ -44,6 +53,10 @@ WARNING = (
     "warning: local sandbox: commands run on this machine as {user} with its network and files; "
     "nothing is isolated"
 )
+NO_SUPERVISOR = (
+    "warning: local sandbox: processes a command leaves behind outside its process group (setsid, "
+    "daemons) will not be killed: {reason}"
+)
 
 
 class LocalSandbox:
@@ -59,10 +72,16 @@ class LocalSandbox:
         env: dict[str, str] | None = None,
         max_concurrency: int = 8,
         extra_dirs: Sequence[str] = (),
+        keep_background: bool = False,
         warn_stream: IO[str] | None = None,
     ) -> None:
         if allow_unsafe_local is not True:
             raise SandboxError(REFUSAL)
+        if keep_background:
+            raise SandboxError(
+                "keep_background is not available in the local sandbox: kept processes would outlive the "
+                "sandbox on this machine; use the docker sandbox, whose container ends them"
+            )
         problems = extra_dir_problems(tuple(extra_dirs))
         if problems:
             raise ConfigError("invalid sandbox settings: " + "; ".join(problems))
@@ -77,6 +96,7 @@ class LocalSandbox:
         # as a container's are.
         self._home = Path(tempfile.gettempdir()) / f"skillctl-local-{secrets.token_hex(8)}"
         self._root: Path | None = None
+        self._supervisor: list[str] = []  # argv prefix; empty when no supervisor could be had
 
     def __enter__(self) -> "LocalSandbox":
         self.start()
@@ -105,6 +125,11 @@ class LocalSandbox:
             return
         stream = self._warn_stream or sys.stderr
         print(WARNING.format(user=_whoami()), file=stream, flush=True)
+        try:
+            self._supervisor = [str(_supervisor_binary()), "--"]
+        except SandboxError as exc:
+            self._supervisor = []
+            print(NO_SUPERVISOR.format(reason=exc), file=stream, flush=True)
         try:
             self._home.mkdir(mode=0o700)  # private, like mkdtemp; never an existing folder
             for area in self._areas:
@@ -166,7 +191,7 @@ class LocalSandbox:
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
-                ["sh", "-c", command], cwd=workdir, env=environment, stdin=subprocess.DEVNULL,
+                [*self._supervisor, "sh", "-c", command], cwd=workdir, env=environment, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
             )
         except OSError as exc:
@@ -177,7 +202,8 @@ class LocalSandbox:
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            # The whole session: the command's children go too (same as `timeout` in Docker).
+            # The whole group: the command and its children; the supervisor, on SIGTERM, also
+            # kills what left the group.
             _killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=self.kill_after_s)
@@ -260,6 +286,15 @@ def _killpg(pid: int, signum: int) -> None:
         os.killpg(pid, signum)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _supervisor_binary() -> Path:
+    """The command supervisor for this machine, or ``SandboxError`` saying why there is none."""
+    if not sys.platform.startswith("linux"):
+        raise SandboxError(f"{sys.platform} has no child subreapers (a Linux feature)")
+    from skillctl.sandbox.supervisor import build
+
+    return build()
 
 
 def _whoami() -> str:

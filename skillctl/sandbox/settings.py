@@ -2,9 +2,19 @@
 
 Every default denies: no network, no capabilities, no privilege gain, bounded processes,
 memory and CPU, a read-only root filesystem, a non-root user. The only writable places are
-three size-capped tmpfs volumes: ``/workspace`` (the agent's), ``/tmp``, and ``/skills``
-(writable only by root, which is how skills are copied in; the agent can only read it) — plus
-one more, the agent's, per ``extra_dirs`` entry (e.g. ``/memory`` for long-term memory).
+size-capped tmpfs: ``/workspace`` (the agent's), ``/tmp``, ``/dev/shm`` (POSIX shared memory and
+semaphores, which Python's multiprocessing needs), and ``/skills`` (writable only by root, which
+is how skills are copied in; the agent can only read it) — plus one more, the agent's, per
+``extra_dirs`` entry (e.g. ``/memory`` for long-term memory). ``/dev/mqueue`` is closed: the
+message-queue limit is 0, so no queue can be created.
+
+Two users: commands run as ``user``; the container's own processes (its init and the keep-alive
+that holds it open for the TTL) run as ``keepalive_user``, a different unprivileged uid, so a
+command cannot end its own sandbox (``pkill sleep``, ``kill -9 -1``).
+
+Every command runs under the supervisor (``container/supervise.c``): when it ends, by exit or by
+timeout, everything it started is killed. ``keep_background=True`` lets processes that let go of
+the command's output (``nohup srv > log 2>&1 &``) outlive a command that exited by itself.
 
 Override per run with keyword arguments (``open_sandbox("docker", memory="4g")``) or
 ``SandboxSettings.from_mapping`` for a config file's ``sandbox:`` section.
@@ -28,12 +38,14 @@ class SandboxSettings:
     pids_limit: int = 256  # a fork bomb hits this, not the host
     network: str = "none"  # MISSION D6: off by default; egress goes through a proxy when allowed
     user: str = "1000:1000"  # the image's `agent`; numeric so any base image works
+    keepalive_user: str = "65534:65534"  # nobody: the container's init and keep-alive, out of the agent's reach
     ttl_s: int = 3600  # the container's entrypoint sleeps this long, then it exits by itself
     workdir: str = "/workspace"
     read_only: bool = True
     workspace_size: str = "1g"
     tmp_size: str = "256m"
     skills_size: str = "256m"
+    shm_size: str = "64m"  # /dev/shm
     max_capture_bytes: int = DEFAULT_CAPTURE_BYTES  # per stream, per command
     max_archive_bytes: int = 512 * 1024 * 1024  # get_archive refuses more than this
     kill_after_s: float = 5.0  # `timeout -k`: SIGKILL this long after SIGTERM
@@ -44,6 +56,7 @@ class SandboxSettings:
     max_concurrency: int = 8  # exec_many runs at most this many commands at once
     extra_dirs: tuple[str, ...] = ()  # more top-level folders the agent may write, e.g. ("/memory",)
     extra_dir_size: str = "64m"  # size cap of each extra folder (= the long-term memory's cap)
+    keep_background: bool = False  # let detached services outlive the command that started them
 
     def __post_init__(self) -> None:
         problems = []
@@ -60,6 +73,14 @@ class SandboxSettings:
         uid, _, gid = self.user.partition(":")
         if not (uid.isdigit() and (not gid or gid.isdigit())):
             problems.append(f"user must be numeric uid[:gid] (it owns the workspace mount), got {self.user!r}")
+        keeper, _, keeper_gid = self.keepalive_user.partition(":")
+        if not (keeper.isdigit() and (not keeper_gid or keeper_gid.isdigit())):
+            problems.append(f"keepalive_user must be numeric uid[:gid], got {self.keepalive_user!r}")
+        elif uid.isdigit() and int(keeper) == int(uid):
+            problems.append(
+                f"keepalive_user must have another uid than user ({self.user}): a command could kill the "
+                "keep-alive and end its own sandbox"
+            )
         if self.max_concurrency < 1:
             problems.append(f"max_concurrency must be at least 1, got {self.max_concurrency}")
         problems += extra_dir_problems(self.extra_dirs)

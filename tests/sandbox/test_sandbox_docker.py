@@ -67,11 +67,25 @@ def test_hardening_is_in_the_container_config(sandbox, docker_client):
     assert host["ReadonlyRootfs"] is True and host["Init"] is True and host["AutoRemove"] is True
     assert host["PidsLimit"] == 256 and host["Memory"] == 2 * 1024 * MiB and host["NanoCpus"] == 10**9
     assert host["MemorySwap"] == host["Memory"]
-    assert attrs["Config"]["User"] == "1000:1000"
+    assert host["ShmSize"] == 64 * MiB and host["Ulimits"] == [{"Name": "msgqueue", "Soft": 0, "Hard": 0}]
+    # The container's own processes run as nobody; commands run as the agent (see exec above).
+    assert attrs["Config"]["User"] == "65534:65534"
     labels = attrs["Config"]["Labels"]
     assert labels["org.skillctl.managed"] == "1" and labels["org.skillctl.run-id"] == sandbox.run_id
     assert int(labels["org.skillctl.expires"]) > time.time()
     assert labels["org.skillctl.owner"].split("/")[2].isdigit()
+
+
+def test_no_setuid_or_setgid_file_anywhere(sandbox):
+    found = sandbox.exec(r"find / \( -path /proc -o -path /sys \) -prune -o -perm /6000 -print 2>/dev/null; echo end")
+    assert found.stdout == "end\n", found.stdout
+
+
+def test_shared_memory_is_capped_and_message_queues_are_closed(sandbox):
+    shm = sandbox.exec("head -c 100000000 /dev/zero > /dev/shm/big; echo $?; du -m /dev/shm/big; rm -f /dev/shm/big")
+    assert shm.stdout.split() == ["1", "64", "/dev/shm/big"] and "No space left" in shm.stderr, shm
+    queue = sandbox.exec("touch /dev/mqueue/q")
+    assert queue.exit_code == 1 and "Too many open files" in queue.stderr, queue
 
 
 def test_network_is_really_off(sandbox):
@@ -116,23 +130,56 @@ def test_gigabyte_flood_stays_within_the_capture_cap(sandbox):
     assert len(model_text) <= 10_000 and "characters truncated" in model_text
 
 
+BOMB = "bomb() { bomb | bomb & }; bomb"
+BOMB_COUNT = "ps -eo args= | grep -c '[b]omb |'"  # the bracket keeps this grep from counting itself
+
+
 def test_fork_bomb_is_contained_by_the_pids_limit(agent_image, docker_client):
     with DockerSandbox(image=agent_image, client=docker_client, pids_limit=64, kill_after_s=1) as sb:
         assert sb.exec("cat /sys/fs/cgroup/pids/pids.max").stdout.strip() == "64"
-        bomb = sb.exec("bomb() { bomb | bomb & }; bomb; sleep 3", timeout_s=3)
+        bomb = sb.exec(f"{BOMB}; sleep 3", timeout_s=3)
         assert "fork" in bomb.stderr.lower(), bomb.stderr[-500:]
-        alive = sb.exec("echo alive; ps -e --no-headers | wc -l", timeout_s=20)
-        assert alive.stdout.split()[0] == "alive"
-        assert int(alive.stdout.split()[1]) < 64
+        # Gone before exec returned: the next command can fork at once, and nothing is left.
+        alive = sb.exec(f"echo alive; {BOMB_COUNT}", timeout_s=20)
+        assert alive.stdout.split() == ["alive", "0"], alive
+
+
+# Every process forks for ever and retries when the table is full: unlike a shell bomb, which
+# can die out by itself once forks fail, this one never stops on its own.
+STUBBORN_BOMB = (
+    "python3 -c 'import os, time\n"
+    "while True:\n"
+    "    try:\n"
+    "        os.fork()\n"
+    "    except OSError:\n"
+    "        time.sleep(0.01)'"
+)
+STUBBORN_COUNT = "ps -eo args= | grep -c '^[p]ython3 -c import os'"
+
+
+@pytest.mark.parametrize("timeout_s", [60, 2], ids=["exit", "timeout"])
+def test_a_detached_fork_bomb_is_gone_when_its_command_ends(agent_image, docker_client, timeout_s):
+    # setsid takes the bomb out of the command's process group, where `timeout` cannot reach it;
+    # it used to run on after its command and make every later command fail (exit 125).
+    with DockerSandbox(image=agent_image, client=docker_client, pids_limit=64, kill_after_s=1) as sb:
+        # Exit (or time out) only once the bomb has filled most of the process table, counted
+        # with shell builtins only: a full table leaves no room for forking `ps`.
+        hang = "; while :; do :; done" if timeout_s < 60 else ""
+        command = f"setsid {STUBBORN_BOMB} & while set -- /proc/[0-9]*; [ $# -lt 40 ]; do :; done; echo filled{hang}"
+        result = sb.exec(command, timeout_s=timeout_s)
+        assert result.stdout.startswith("filled"), result
+        assert result.outcome_type == ("timeout" if timeout_s < 60 else "exit"), result
+        after = [sb.exec(f"echo ok-{i}; {STUBBORN_COUNT}", timeout_s=20) for i in range(5)]
+        assert [r.stdout.split() for r in after] == [[f"ok-{i}", "0"] for i in range(5)], after
 
 
 def test_host_deadline_raises_sandbox_timeout(agent_image, docker_client):
-    # A process that leaves the command's process group (setsid) and keeps stdout open
-    # outlives `timeout`; the exec never ends, so only the host deadline can stop the wait.
+    # A supervisor that cannot act (stopped by the command itself) never ends the exec: only the
+    # host deadline stops the wait. The host then wakes it, and it cleans up.
     with DockerSandbox(image=agent_image, client=docker_client, kill_after_s=0.5, host_grace_s=1) as sb:
         started = time.monotonic()
         with pytest.raises(SandboxTimeout, match="still running"):
-            sb.exec("setsid sleep 30 & sleep 30", timeout_s=0.5)
+            sb.exec("kill -STOP $(ps -o ppid= -p $PPID); sleep 30", timeout_s=0.5)
         assert time.monotonic() - started < 25  # well before the 30 s sleep would end
         assert sb.exec("echo still usable").stdout == "still usable\n"
 
@@ -192,6 +239,43 @@ def test_the_factory_builds_or_reuses_the_agent_image(agent_image, docker_client
     assert sb.settings.image == agent_image
     with pytest.raises(ConfigError, match="unknown sandbox setting"):
         open_sandbox("docker", client=docker_client, colour="blue")
+
+
+def test_the_agent_cannot_end_its_own_sandbox(agent_image, docker_client):
+    with DockerSandbox(image=agent_image, client=docker_client) as sb:
+        owners = sb.exec("ps -o user= -p 1; ps -o user= -C sleep")
+        assert owners.stdout.split() == ["nobody", "nobody"], owners
+        # kill -9 -1 takes the command's own timeout and supervisor with it (exit 137): the shell
+        # itself survives, as kill(-1) spares the caller.
+        attack = sb.exec("pkill -x sleep; kill -TERM 1; kill -9 -1; echo still here")
+        assert (attack.exit_code, attack.stdout) == (137, "still here\n"), attack
+        assert sb.exec("echo alive").stdout == "alive\n"
+        assert docker_client.api.inspect_container(sb.container_id)["State"]["Running"] is True
+
+
+def test_a_sandbox_killed_from_outside_says_so(agent_image, docker_client):
+    sb = DockerSandbox(image=agent_image, client=docker_client)
+    sb.start()
+    try:
+        docker_client.api.kill(sb.container_id)
+        with pytest.raises(SandboxError, match=r"killed from outside \(signal 9.*not by its TTL of 3600 s"):
+            sb.exec("true")
+    finally:
+        sb.stop()
+
+
+def test_a_sandbox_whose_ttl_ran_out_says_so(agent_image, docker_client):
+    sb = DockerSandbox(image=agent_image, client=docker_client, ttl_s=10)
+    sb.start()
+    try:
+        deadline = time.monotonic() + 120
+        while docker_client.api.containers(all=True, filters={"id": sb.container_id}):
+            assert time.monotonic() < deadline, "the container outlived its TTL by far"
+            time.sleep(0.5)
+        with pytest.raises(SandboxError, match="no longer running: its TTL of 10 s ran out; start a new sandbox"):
+            sb.exec("true")
+    finally:
+        sb.stop()
 
 
 def test_stop_removes_container_and_volumes(agent_image, docker_client):

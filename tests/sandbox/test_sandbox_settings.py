@@ -28,6 +28,15 @@ def test_bad_settings_are_reported_together():
         SandboxSettings(max_capture_bytes=10, max_concurrency=0)
 
 
+def test_the_keep_alive_runs_as_another_user_than_the_commands():
+    s = SandboxSettings()
+    assert s.keepalive_user.split(":")[0] != s.user.split(":")[0]
+    with pytest.raises(ConfigError, match="keepalive_user must have another uid than user \\(1000:1000\\)"):
+        SandboxSettings(keepalive_user="1000:5")
+    with pytest.raises(ConfigError, match="keepalive_user must be numeric uid\\[:gid\\], got 'nobody'"):
+        SandboxSettings(keepalive_user="nobody")
+
+
 def test_from_mapping_accepts_maps_and_rejects_unknown_keys():
     s = SandboxSettings.from_mapping({"memory": "4g", "env": {"B": "2", "A": "1"}, "labels": {"team": "x"}})
     assert s.memory == "4g" and s.env == (("A", "1"), ("B", "2")) and s.labels == (("team", "x"),)
