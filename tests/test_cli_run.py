@@ -195,6 +195,43 @@ def test_a_background_service_outlives_its_step_only_when_asked(keep, env, tmp_p
     assert outs[3]["stdout"] == "still working\n"
 
 
+@pytest.mark.requires_docker
+def test_a_flood_of_concurrent_commands_keeps_memory_and_the_transcript_bounded(env, tmp_path, agent_image):
+    # Eight commands at once, each printing 11 MB of control bytes on stdout and on stderr, twice:
+    # this made a 2 GB transcript and 4.3 GB of memory in skillctl.
+    flood = "head -c 11000000 /dev/zero; head -c 11000000 /dev/zero | tr '\\0' '\\33' >&2"
+    steps = [{"shell": [flood] * 8}, {"shell": [flood] * 8}, {"answer": "survived"}]
+    transcript = tmp_path / "t.jsonl"
+    with open(tmp_path / "out", "w+") as out, open(tmp_path / "err", "w+") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from skillctl.cli import main; main()", "run", "--model", script(tmp_path, steps),
+             "--transcript", str(transcript), "Flood."],
+            stdout=out, stderr=err, env={**os.environ, **env},
+        )
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak memory, not the largest child's
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        answer, progress = out.read(), err.read()
+    assert (proc.returncode, answer) == (0, "survived\n"), progress[-2000:]
+    peak_mib = usage.ru_maxrss / 1024  # KiB on Linux
+    assert peak_mib < 600, f"peak memory of the run: {peak_mib:.0f} MiB"
+    size_mib = transcript.stat().st_size / 2**20
+    assert size_mib < 20, f"transcript: {size_mib:.0f} MiB"
+    text = transcript.read_text("utf-8")
+    assert "\\u0000" not in text and "\\u001b" not in text  # control bytes are pictures, not 6-byte escapes
+    events = [json.loads(line) for line in text.splitlines()]
+    outs = [o for e in events if e["type"] == "message" and e.get("details") for o in e["details"]["output"]]
+    assert len(outs) == 16 and all(o["outcome"] == {"type": "exit", "exit_code": 0} for o in outs)
+    for o in outs:
+        # Each stream's capture shrank (16 streams share a step's capture), and the transcript
+        # keeps a share of the call's cap; both say so.
+        assert o["stdout_dropped"] > 0 and o["stdout_not_in_transcript"] > 0 and o["stderr_not_in_transcript"] > 0
+        assert "characters of this output are not in the transcript" in o["stdout"]
+        assert o["stdout"].startswith("␀") and o["stderr"].startswith("␛")
+    model_read = [e["message"]["content"] for e in events if e["type"] == "message" and e["message"]["role"] == "tool"]
+    assert all("bytes of stdout exceeded the capture cap" in t for t in model_read)
+
+
 def test_bad_inputs_are_one_line_errors(env, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     (a / "x").mkdir(parents=True)

@@ -18,6 +18,7 @@ import jsonschema
 from skillctl.errors import ConfigError
 from skillctl.messages import ToolCall
 from skillctl.protocols import ExecResult, Sandbox, ToolSpec
+from skillctl.runtime.output_budget import OutputBudget
 from skillctl.runtime.stops import Cancelled
 from skillctl.sandbox.output import format_result
 
@@ -154,10 +155,17 @@ def shell_tool(
     default_max_output: int = DEFAULT_MAX_OUTPUT,
     on_result: Callable[[str, ExecResult | None, str], None] | None = None,
     cancel: threading.Event | None = None,
+    output_budget: OutputBudget | None = None,
 ) -> Tool:
     """The shell tool over ``sandbox``. ``approve(command)`` → (allowed, reason) decides
     whether a command runs (a person's approval, or a policy's). Its
-    description names the sandbox's own paths (``workspace``, ``skills_root``)."""
+    description names the sandbox's own paths (``workspace``, ``skills_root``).
+
+    The details for the transcript carry each command's captured output, cut to fit
+    ``output_budget`` (per call and per run; see ``output_budget``): one budget per tool, so
+    sub-agents sharing this tool share the run's budget.
+    """
+    budget = output_budget if output_budget is not None else OutputBudget()
 
     def run(args: dict[str, Any]) -> ToolOutcome:
         commands: list[str] = args["commands"]
@@ -188,10 +196,20 @@ def shell_tool(
                             "stderr_dropped": res.stderr_dropped})
             if on_result:
                 on_result(cmd, res, reason)
+        _fit_to_budget(records, budget)
         return ToolOutcome("\n\n".join(parts), details={"output": records, "elapsed_s": round(elapsed, 4)})
 
     description = SHELL_DESCRIPTION.format(workspace=sandbox.workspace, skills=sandbox.skills_root)
     return Tool("shell", description, SHELL_SCHEMA, run)
+
+
+def _fit_to_budget(records: list[dict[str, Any]], budget: OutputBudget) -> None:
+    """Cut the output kept in ``records`` to what ``budget`` allows; count what was left out."""
+    places = [(r, key) for r in records if r.get("approved") for key in ("stdout", "stderr")]
+    for (record, key), (text, omitted) in zip(places, budget.fit([r[key] for r, key in places])):
+        record[key] = text
+        if omitted:
+            record[f"{key}_not_in_transcript"] = omitted
 
 
 def tool_spec_tokens(specs: Sequence[ToolSpec]) -> int:

@@ -5,11 +5,16 @@ tool results with full untruncated command output); ``request`` (what was sent a
 of ``{"ref": i}`` for history messages sent unchanged and ``{"inline": message}`` for what fitting
 put in their place — cleared results, cut notes, summaries — so the exact request can be rebuilt);
 ``reply``; ``run_end``. No secret ever reaches this file: the model's key lives only in the client.
+
+The file is created readable by its owner only (0600), and folders it needs are created 0700:
+it holds everything the agent saw, inputs and skill files included. How much command output it
+keeps is bounded per shell call and per run (``output_budget``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import IO, Any, Sequence
@@ -22,8 +27,10 @@ class Transcript:
         self.path = path
         self._fh: IO[str] | None = None
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(path, "w", encoding="utf-8")
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT: narrow it too
+            self._fh = open(fd, "w", encoding="utf-8")
         self._ids: dict[int, int] = {}
         self._count = 0
 

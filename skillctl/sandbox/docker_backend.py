@@ -37,7 +37,7 @@ from skillctl.errors import SandboxError, SandboxTimeout
 from skillctl.protocols import ExecResult
 from skillctl.sandbox import cleanup
 from skillctl.sandbox.client import daemon_error, docker_client, retry
-from skillctl.sandbox.output import CappedCapture
+from skillctl.sandbox.output import CappedCapture, capture_share
 from skillctl.sandbox.reaper import Owner, reap
 from skillctl.sandbox.supervisor import IMAGE_PATH as SUPERVISOR
 from skillctl.sandbox.settings import (
@@ -243,6 +243,13 @@ class DockerSandbox:
         user: str | None = None,
     ) -> ExecResult:
         """Run ``command`` with ``sh -c`` in its own exec; see the module docstring for timeouts."""
+        return self._exec(command, timeout_s=timeout_s, cwd=cwd, env=env, user=user,
+                          capture=self.settings.max_capture_bytes)
+
+    def _exec(
+        self, command: str, *, timeout_s: float, cwd: str | None, env: dict[str, str] | None, user: str | None,
+        capture: int,
+    ) -> ExecResult:
         import docker.errors
 
         cid = self._require_started()
@@ -264,7 +271,7 @@ class DockerSandbox:
         except docker.errors.APIError as exc:
             raise self._exec_error(exc) from exc
 
-        out, err = CappedCapture(s.max_capture_bytes), CappedCapture(s.max_capture_bytes)
+        out, err = CappedCapture(capture), CappedCapture(capture)
         started = time.monotonic()
         try:
             # Not retried: once started, the command may have run.
@@ -411,13 +418,19 @@ class DockerSandbox:
         """Run ``commands`` concurrently, each in its own exec; results in input order.
 
         If a command cannot be run at all, the first such error (in input order) is raised after
-        every command has finished.
+        every command has finished. Together they keep at most ``max_step_capture_bytes`` of
+        output (``capture_share``), so eight floods at once cost no more than one.
         """
         if not commands:
             return []
-        workers = min(len(commands), self.settings.max_concurrency)
+        s = self.settings
+        capture = capture_share(s.max_capture_bytes, s.max_step_capture_bytes, len(commands))
+        workers = min(len(commands), s.max_concurrency)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"{self.name}-many") as pool:
-            futures = [pool.submit(self.exec, command, timeout_s=timeout_s) for command in commands]
+            futures = [
+                pool.submit(self._exec, command, timeout_s=timeout_s, cwd=None, env=None, user=None, capture=capture)
+                for command in commands
+            ]
             return [future.result() for future in futures]
 
     # ------------------------------------------------------------------ files

@@ -41,7 +41,7 @@ from skillctl.errors import ConfigError, SandboxError, SandboxTimeout
 from skillctl.fsutil import tar_data_filter
 from skillctl.protocols import ExecResult
 from skillctl.sandbox import cleanup
-from skillctl.sandbox.output import DEFAULT_CAPTURE_BYTES, CappedCapture
+from skillctl.sandbox.output import DEFAULT_CAPTURE_BYTES, DEFAULT_STEP_CAPTURE_BYTES, CappedCapture, capture_share
 from skillctl.sandbox.settings import STANDARD_DIRS, extra_dir_problems
 
 REFUSAL = (
@@ -67,6 +67,7 @@ class LocalSandbox:
         *,
         allow_unsafe_local: bool = False,
         max_capture_bytes: int = DEFAULT_CAPTURE_BYTES,
+        max_step_capture_bytes: int = DEFAULT_STEP_CAPTURE_BYTES,
         kill_after_s: float = 5.0,
         host_grace_s: float = 10.0,
         env: dict[str, str] | None = None,
@@ -87,6 +88,7 @@ class LocalSandbox:
             raise ConfigError("invalid sandbox settings: " + "; ".join(problems))
         self._areas = STANDARD_DIRS + tuple(d[1:] for d in extra_dirs)
         self.max_capture_bytes = max_capture_bytes
+        self.max_step_capture_bytes = max_step_capture_bytes
         self.kill_after_s = kill_after_s
         self.host_grace_s = host_grace_s
         self.env = dict(env or {})
@@ -174,6 +176,11 @@ class LocalSandbox:
         env: dict[str, str] | None = None,
         user: str | None = None,  # ignored: no user switching without isolation
     ) -> ExecResult:
+        return self._exec(command, timeout_s=timeout_s, cwd=cwd, env=env, capture=self.max_capture_bytes)
+
+    def _exec(
+        self, command: str, *, timeout_s: float, cwd: str | None, env: dict[str, str] | None, capture: int
+    ) -> ExecResult:
         root = self._require_started()
         if not timeout_s > 0:
             raise SandboxError(f"timeout must be a positive number of seconds, got {timeout_s}")
@@ -187,7 +194,7 @@ class LocalSandbox:
         }
         environment.update(self.env)
         environment.update(env or {})
-        out, err = CappedCapture(self.max_capture_bytes), CappedCapture(self.max_capture_bytes)
+        out, err = CappedCapture(capture), CappedCapture(capture)
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
@@ -229,10 +236,13 @@ class LocalSandbox:
         )
 
     def exec_many(self, commands: Sequence[str], *, timeout_s: float = 60.0) -> list[ExecResult]:
+        """Run ``commands`` concurrently; together they keep at most ``max_step_capture_bytes``."""
         if not commands:
             return []
+        capture = capture_share(self.max_capture_bytes, self.max_step_capture_bytes, len(commands))
         with ThreadPoolExecutor(max_workers=min(len(commands), self.max_concurrency)) as pool:
-            futures = [pool.submit(self.exec, command, timeout_s=timeout_s) for command in commands]
+            futures = [pool.submit(self._exec, command, timeout_s=timeout_s, cwd=None, env=None, capture=capture)
+                       for command in commands]
             return [future.result() for future in futures]
 
     # ------------------------------------------------------------------ files

@@ -2,9 +2,15 @@
 
 Two limits, two places. ``CappedCapture`` bounds what the host *keeps* of a stream (bytes), so a
 flood of output cannot exhaust memory: it keeps the first and the last part and counts what it
-dropped in between. ``truncate_middle``/``format_result`` bound what the *model reads*
-(characters, MISSION D3): head and tail with an explicit marker of how much was left out.
-Both are deterministic: the same output always gives the same text.
+dropped in between; ``capture_share`` shrinks that cap when several commands of one step flood
+at once, so a step as a whole stays bounded. ``truncate_middle``/``format_result`` bound what the
+*model reads* (characters, MISSION D3): head and tail with an explicit marker of how much was
+left out. Both are deterministic: the same output always gives the same text.
+
+Control characters other than newline, tab and carriage return become their Unicode control
+pictures (NUL → ␀, ESC → ␛, DEL → ␡) when the bytes become text: raw, each would be a six-byte
+``\u0000`` escape in every JSON that carries it (transcript, request to the model), and they
+mean nothing to a model anyway.
 """
 
 from __future__ import annotations
@@ -12,6 +18,22 @@ from __future__ import annotations
 from skillctl.protocols import ExecResult
 
 DEFAULT_CAPTURE_BYTES = 10 * 1024 * 1024  # per stream
+DEFAULT_STEP_CAPTURE_BYTES = 32 * 1024 * 1024  # all streams of the commands run together
+MIN_CAPTURE_BYTES = 1024
+
+# C0 controls and DEL, except \t \n \r, to the "Control Pictures" block (U+2400 + code, U+2421).
+CONTROL_PICTURES = {code: 0x2400 + code for code in range(32) if code not in (9, 10, 13)} | {0x7F: 0x2421}
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters replaced by their pictures (see the module docstring)."""
+    return text.translate(CONTROL_PICTURES)
+
+
+def capture_share(per_stream: int, per_step: int, commands: int) -> int:
+    """The capture cap of each stream when ``commands`` run together: their two streams each
+    get an equal part of ``per_step``, never more than ``per_stream``, never less than 1 KiB."""
+    return max(MIN_CAPTURE_BYTES, min(per_stream, per_step // (2 * max(1, commands))))
 
 
 class CappedCapture:
@@ -47,38 +69,43 @@ class CappedCapture:
         return max(0, self.total - len(self._head) - min(len(self._tail), self._tail_cap))
 
     def text(self) -> str:
-        """Decoded capture; a marker stands where bytes were dropped."""
+        """Decoded, printable capture; a marker stands where bytes were dropped."""
         tail = bytes(self._tail[-self._tail_cap :]) if self._tail else b""
         head = bytes(self._head).decode("utf-8", errors="replace")
         if not self.dropped:
-            return head + tail.decode("utf-8", errors="replace")
-        return (
+            return printable(head + tail.decode("utf-8", errors="replace"))
+        return printable(
             head
             + f"\n[… {self.dropped} bytes not captured (capture cap {self.cap} bytes) …]\n"
             + tail.decode("utf-8", errors="replace")
         )
 
 
-def _marker(n: int) -> str:
-    return f"\n[… {n} characters truncated …]\n"
+TRUNCATED = "\n[… {n} characters truncated …]\n"
 
 
-def truncate_middle(text: str, limit: int) -> str:
-    """``text`` if it fits in ``limit`` characters, else its head and tail around a marker
-    ``[… N characters truncated …]`` such that the whole result is at most ``limit`` long.
+def truncate_middle(text: str, limit: int, marker: str = TRUNCATED) -> str:
+    """``text`` if it fits in ``limit`` characters, else its head and tail around ``marker``
+    (``{n}`` in it becomes the count left out; by default ``[… N characters truncated …]``)
+    such that the whole result is at most ``limit`` long.
 
     N is exactly the number of characters left out. The head gets the extra character when
     the kept length is odd. ``ValueError`` if ``limit`` cannot even hold the marker.
     """
+    return cut_middle(text, limit, marker)[0]
+
+
+def cut_middle(text: str, limit: int, marker: str = TRUNCATED) -> tuple[str, int]:
+    """``truncate_middle``, and the number of characters it left out."""
     if limit < 0:
         raise ValueError("limit must not be negative")
     if len(text) <= limit:
-        return text
+        return text, 0
     # The marker's length depends on N's digits, and N on the marker: iterate to the fixpoint
     # (at most a couple of rounds, since N only moves by the change in digits).
     omitted = len(text) - limit
     while True:
-        kept = limit - len(_marker(omitted))
+        kept = limit - len(marker.format(n=omitted))
         if kept < 0:
             raise ValueError(f"limit {limit} is too small to hold the truncation marker")
         needed = len(text) - kept
@@ -87,7 +114,7 @@ def truncate_middle(text: str, limit: int) -> str:
         omitted = needed
     head = (kept + 1) // 2
     tail = kept - head
-    return text[:head] + _marker(omitted) + (text[len(text) - tail :] if tail else "")
+    return text[:head] + marker.format(n=omitted) + (text[len(text) - tail :] if tail else ""), omitted
 
 
 MIN_FORMAT_LIMIT = 256

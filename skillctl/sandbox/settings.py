@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from skillctl.errors import ConfigError
-from skillctl.sandbox.output import DEFAULT_CAPTURE_BYTES
+from skillctl.sandbox.output import DEFAULT_CAPTURE_BYTES, DEFAULT_STEP_CAPTURE_BYTES
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class SandboxSettings:
     skills_size: str = "256m"
     shm_size: str = "64m"  # /dev/shm
     max_capture_bytes: int = DEFAULT_CAPTURE_BYTES  # per stream, per command
+    max_step_capture_bytes: int = DEFAULT_STEP_CAPTURE_BYTES  # all streams of one exec_many together
     max_archive_bytes: int = 512 * 1024 * 1024  # get_archive refuses more than this
     kill_after_s: float = 5.0  # `timeout -k`: SIGKILL this long after SIGTERM
     host_grace_s: float = 10.0  # host deadline = command timeout + this
@@ -68,6 +69,8 @@ class SandboxSettings:
             problems.append(f"ttl_s must be at least 10 seconds, got {self.ttl_s}")
         if self.max_capture_bytes < 1024:
             problems.append(f"max_capture_bytes must be at least 1024, got {self.max_capture_bytes}")
+        if self.max_step_capture_bytes < 2048:
+            problems.append(f"max_step_capture_bytes must be at least 2048, got {self.max_step_capture_bytes}")
         if not self.workdir.startswith("/"):
             problems.append(f"workdir must be an absolute path, got {self.workdir!r}")
         uid, _, gid = self.user.partition(":")

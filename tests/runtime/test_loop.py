@@ -193,6 +193,20 @@ def test_transcript_rebuilds_exactly_what_each_request_sent(tmp_path):
     assert logged == ["r" * 4000] * 9
 
 
+def test_the_transcript_is_readable_by_its_owner_only(tmp_path):
+    import stat
+
+    fresh = tmp_path / "runs" / "deep" / "run.jsonl"
+    existing = tmp_path / "old.jsonl"
+    existing.write_text("old run\n")
+    existing.chmod(0o644)
+    for path in (fresh, existing):
+        Transcript(path).close()
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    assert stat.S_IMODE(fresh.parent.stat().st_mode) == 0o700
+    assert existing.read_text() == ""  # replaced, as before
+
+
 def test_small_context_budget_clears_old_results_and_still_answers(tmp_path):
     tool = NoteTool(result_size=4000)
     steps = [note(f"step {i}") for i in range(12)] + [ANSWER]

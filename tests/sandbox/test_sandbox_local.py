@@ -80,6 +80,15 @@ def test_output_flood_is_capped():
     assert marker and head == "a" * 2048 and tail.endswith("]\n" + "a" * 2048)
 
 
+def test_commands_run_together_share_the_step_capture():
+    with LocalSandbox(allow_unsafe_local=True, max_capture_bytes=8192, max_step_capture_bytes=8 * 2048,
+                      warn_stream=io.StringIO()) as sandbox:
+        alone = sandbox.exec("head -c 100000 /dev/zero")
+        together = sandbox.exec_many(["head -c 100000 /dev/zero"] * 4)
+    assert alone.stdout_dropped == 100000 - 8192
+    assert [r.stdout_dropped for r in together] == [100000 - 2048] * 4  # 8 streams share 16 KiB
+
+
 def test_container_style_and_real_paths_name_the_same_folders(local):
     local.put_archive("/skills/demo", files_tar({"scripts/run.sh": b"#!/bin/sh\necho ran\n"}, 0o755))
     assert local.skills_root.startswith(str(Path(local.workspace).parent))  # a folder on this machine

@@ -140,3 +140,23 @@ def test_format_result_never_exceeds_the_limit(out, err, limit, dropped_out, dro
 def test_format_result_refuses_a_tiny_limit():
     with pytest.raises(ValueError, match="at least"):
         format_result(_result(), MIN_FORMAT_LIMIT - 1)
+
+
+def test_control_characters_become_pictures_not_json_escapes():
+    import json
+
+    cap = CappedCapture(100)
+    cap.feed(b"a\x00b\x1b[31mred\x7f\tx\r\n\xff")
+    assert cap.text() == "a␀b␛[31mred␡\tx\r\n\ufffd"
+    # Each stays one character, three bytes in UTF-8 JSON, instead of a six-byte \u0000 escape.
+    flood = CappedCapture(4096)
+    flood.feed(b"\x00" * 4096)
+    assert len(json.dumps(flood.text(), ensure_ascii=False).encode()) == 3 * 4096 + 2
+
+
+def test_commands_run_together_share_one_capture_budget():
+    from skillctl.sandbox.output import capture_share
+
+    assert capture_share(10 << 20, 32 << 20, 1) == 10 << 20  # one command: its own cap
+    assert capture_share(10 << 20, 32 << 20, 8) == 2 << 20  # eight: 16 streams share 32 MiB
+    assert capture_share(10 << 20, 4096, 8) == 1024  # never below 1 KiB

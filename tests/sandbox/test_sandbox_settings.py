@@ -24,8 +24,8 @@ def test_bad_settings_are_reported_together():
         DockerSandbox(cpus=0, pids_limit=1, user="agent")
     with pytest.raises(ConfigError, match="ttl_s must be at least 10.*workdir must be an absolute path"):
         SandboxSettings(ttl_s=1, workdir="rel")
-    with pytest.raises(ConfigError, match="max_capture_bytes.*max_concurrency"):
-        SandboxSettings(max_capture_bytes=10, max_concurrency=0)
+    with pytest.raises(ConfigError, match="max_capture_bytes.*max_step_capture_bytes must be at least 2048.*max_concurrency"):
+        SandboxSettings(max_capture_bytes=10, max_step_capture_bytes=100, max_concurrency=0)
 
 
 def test_the_keep_alive_runs_as_another_user_than_the_commands():
