@@ -6,8 +6,13 @@ pattern is either a shell-style glob matched against the *whole* command (``git 
 ``*rm -rf*``) or, with the prefix ``re:``, a regular expression searched *anywhere* in it.
 Before matching, runs of spaces and tabs are folded to one space and continued lines are
 joined, so ``rm  -rf`` or a tab cannot slip past ``*rm -rf*``; lines stay separated by "\\n".
-Patterns see the command text as written, quotes included: a match inside a quoted string
-counts too (a needless question costs less than a missed one).
+
+Every command is judged twice: as written (quotes included, so a match inside a quoted string
+counts too: a needless question costs less than a missed one), and as the shell reads its
+words (``shell_view.plain_view``: quotes, backslashes, ``$IFS`` and simple variables undone, so
+``\\rm -rf``, ``rm "-rf"``, ``r''m -rf``, ``rm$IFS-rf`` and ``x=rm; $x -rf`` all look like
+``rm -rf``). The stricter of the two verdicts applies (deny over ask over allow): the second
+reading can only add questions, never let through what the first would have stopped.
 
 The policy guards against accidents, not against a determined adversary: ``$(echo rm) -rf``
 gets past any pattern. The isolation of the container is the security boundary; approval is
@@ -53,6 +58,7 @@ from typing import Any, Literal, TextIO
 from jsonschema import Draft202012Validator
 
 from skillctl.errors import ConfigError
+from skillctl.runtime.shell_view import plain_view
 from skillctl.yamlfile import read_yaml
 
 Decision = Literal["allow", "ask", "deny"]
@@ -94,6 +100,13 @@ def normalize(command: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
+def readings(command: str) -> tuple[str, ...]:
+    """The texts a command is judged by: as written, and as the shell reads its words (when
+    that differs), both normalised."""
+    written, read = normalize(command), normalize(plain_view(command))
+    return (written,) if read == written else (written, read)
+
+
 @dataclass(frozen=True)
 class Rule:
     """One ``pattern → action`` line. An invalid regular expression raises ``ConfigError``."""
@@ -124,7 +137,10 @@ class Rule:
         return self.pattern.startswith(REGEX_PREFIX)
 
     def matches(self, command: str) -> bool:
-        text = normalize(command)
+        """Whether the pattern matches ``command`` as written (after ``normalize``)."""
+        return self.matches_normalized(normalize(command))
+
+    def matches_normalized(self, text: str) -> bool:
         if self.is_regex:
             return self._compiled.search(text) is not None
         return self._compiled.match(text) is not None
@@ -156,6 +172,17 @@ _ARGS = r"(?: [^;&|\n]{0,240}?)?"  # other arguments before the one we look for 
 _END = r"(?=$|[ ;&|)\n])"  # the word ends here
 
 
+# A decoder (base64/base32 -d, xxd -r, openssl base64|enc … -d, uudecode), its options right
+# after its name and each repetition possessive, so that checking one costs a constant; and
+# what runs decoded text.
+_DECODE = (
+    r"(?:\bbase(?:64|32)(?: -[^ ;&|\n]*+){0,3}? (?:-[a-zA-Z]*[dD][a-zA-Z]*+|--decode)"
+    r"|\bxxd(?: -[^ ;&|\n]*+){0,3}? -[a-z]*r[a-z]*+|\bopenssl (?:base64|enc)(?: -[^ ;&|\n]*+){0,6}? -d"
+    r"|\buudecode)(?=$|[ ;&|)\n])"
+)
+_RUNNER = r"(?:(?:ba|z|da|k|fi)?sh|python[0-9.]*|perl|ruby|node|php)\b"
+
+
 def _flag(letter: str, long: str) -> str:
     """A short-flag cluster containing ``letter`` (``-rf``, ``-fR``) or the long form."""
     return rf"(?:-(?=[a-zA-Z]*[{letter}])[a-zA-Z]++|--{long}){_END}"
@@ -164,7 +191,8 @@ def _flag(letter: str, long: str) -> str:
 # The built-in rules: ask before what is obviously destructive, allow everything else.
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(rf"re:{_START}rm{_ARGS} {_flag('rR', 'recursive')}", "ask", "recursive delete"),
-    Rule(rf"re:{_START}find{_ARGS} (?:-delete|-exec (?:[^ ;&|\n]*/)?rm){_END}", "ask", "find that deletes files"),
+    Rule(rf"re:{_START}find{_ARGS} (?:-delete|-(?:exec|execdir|ok|okdir) (?:[^ ;&|\n]*/)?rm){_END}", "ask",
+         "find that deletes files"),
     # Only with an operand: "git add dd" names a file; "dd if=… of=…" is the tool.
     Rule(rf"re:{_START}dd (?:if|of|bs|count|conv|seek|skip|iflag|oflag|status)=", "ask",
          "dd writes raw blocks"),
@@ -180,6 +208,13 @@ DEFAULT_RULES: tuple[Rule, ...] = (
          r"(?:ba|z|da|k|fi)?sh\b", "ask", "runs a script straight from the network"),
     Rule(r"re:(?:\b(?:ba|z|da|k)?sh|\bsource)\b[^;&|\n]{0,80}?(?:\$\(|<\() ?(?:curl|wget)\b", "ask",
          "runs a script straight from the network"),
+    # Decoded text run as code: the shape of obfuscated payloads (base64 -d | sh, eval "$(… -d)").
+    Rule(rf"re:{_DECODE}[^;&|\n]{{0,200}}+(?:\|[^;&|\n]{{0,200}}+){{0,3}}?\| ?(?:sudo )?(?:env )?{_RUNNER}"
+         # … or a substitution whose first command, or a command after one of its pipes, decodes
+         rf"|(?:\beval|\bsource|\b(?:ba|z|da|k)?sh(?: -[a-z]++)*+) [\"']?[$<]\( ?"
+         rf"(?:[^;&|\n)]{{0,200}}+\| ?){{0,3}}?{_DECODE}"
+         r"|\b(?:exec|eval)\([^\n]{0,60}?\b(?:b64|b32|b16|b85|a85)decode\(",
+         "ask", "decodes text and runs it"),
     # Bounded name and a lookbehind: with a free ``([\w:.]+)`` and a backreference, this one
     # regex took minutes on a long run of letters.
     Rule(r"re:(?<![\w:.])([\w:.]{1,64}) ?\(\) ?\{[^}]{0,64}?\1 ?\| ?\1 ?&", "ask", "fork bomb"),
@@ -198,8 +233,13 @@ class ApprovalPolicy:
     unattended: Literal["allow", "deny"] = "deny"
 
     def decide(self, command: str) -> Verdict:
+        """The stricter verdict of ``command`` as written and as the shell reads it."""
+        verdicts = [self._first_match(text) for text in readings(command)]
+        return max(verdicts, key=lambda v: DECISIONS.index(v.action))  # the first of equals: as written
+
+    def _first_match(self, text: str) -> Verdict:
         for i, rule in enumerate(self.rules, start=1):
-            if rule.matches(command):
+            if rule.matches_normalized(text):
                 return Verdict(rule.action, rule, i)
         return Verdict(self.default_action)
 
