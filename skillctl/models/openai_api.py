@@ -6,8 +6,9 @@ retries connection errors, timeouts, 408, 409, 429 and 5xx, and never a 400 — 
 MISSION E3 asks (an invalid request is not retried). We only choose how many times.
 
 The API key never appears in a message we raise: 401 texts from the server are dropped (OpenAI
-echoes part of the key back), other server texts are scrubbed of the key, and the endpoint is
-shown without any ``user:password@``.
+echoes part of the key back), other texts are scrubbed of the key and of the base URL's
+credentials (``user:password@``, as written and percent-decoded), in any letter case, and the
+endpoint is shown without them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from skillctl.errors import ConfigError, ContextTooLong, ModelError
 
@@ -58,6 +59,24 @@ class Endpoint:
             host += f":{parts.port}"
         return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What no message may show: the key, and the base URL's credentials, longest first.
+        Shorter than 4 characters is left alone (scrubbing it would garble every message)."""
+        found = [self.api_key] if self.api_key != PLACEHOLDER_KEY else []
+        netloc = urlsplit(self.base_url).netloc
+        if "@" in netloc:
+            userinfo = netloc.rpartition("@")[0]
+            password = userinfo.partition(":")[2]
+            found += [userinfo, unquote(userinfo), password, unquote(password)]
+        return tuple(sorted({s for s in found if len(s) >= 4}, key=lambda s: (-len(s), s)))
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every secret replaced by ``***``, whatever its letter case."""
+        for secret in self.secrets:
+            text = re.sub(re.escape(secret), "***", text, flags=re.IGNORECASE)
+        return text
+
 
 def resolve_endpoint(
     base_url: str | None = None,
@@ -74,8 +93,9 @@ def resolve_endpoint(
     if url is not None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
+            shown = Endpoint(url, key or PLACEHOLDER_KEY).scrub(url)  # never echo credentials
             raise ConfigError(
-                f"model base URL {url!r} is not an http(s) URL; use e.g. http://127.0.0.1:8000/v1"
+                f"model base URL {shown!r} is not an http(s) URL; use e.g. http://127.0.0.1:8000/v1"
             )
     if key is None:
         if url is None:
@@ -103,7 +123,7 @@ def make_client(endpoint: Endpoint) -> Any:
             max_retries=endpoint.max_retries,
         )
     except openai.OpenAIError as exc:
-        raise ConfigError(f"cannot set up a client for {endpoint.display}: {_one_line(str(exc), endpoint.api_key)}") from None
+        raise ConfigError(f"cannot set up a client for {endpoint.display}: {_one_line(str(exc), endpoint)}") from None
 
 
 def is_context_too_long(status: int | None, code: str | None, kind: str | None, message: str) -> bool:
@@ -117,10 +137,8 @@ def is_context_too_long(status: int | None, code: str | None, kind: str | None, 
     return bool(_CONTEXT_TEXT.search(message or ""))
 
 
-def _one_line(text: str, key: str) -> str:
-    if key and key != PLACEHOLDER_KEY:
-        text = text.replace(key, "***")
-    text = " ".join(str(text).split())
+def _one_line(text: str, endpoint: Endpoint) -> str:
+    text = " ".join(endpoint.scrub(str(text)).split())
     return text if len(text) <= _DETAIL_CHARS else text[: _DETAIL_CHARS - 1] + "…"
 
 
@@ -149,7 +167,7 @@ def translated_errors(endpoint: Endpoint, model: str) -> Iterator[None]:
             "try again later or allow a longer timeout"
         ) from None
     except openai.APIConnectionError as exc:
-        cause = _one_line(str(exc.__cause__ or exc), endpoint.api_key)
+        cause = _one_line(str(exc.__cause__ or exc), endpoint)
         raise ModelError(
             f"cannot reach model endpoint {where} ({retried}): {cause}; "
             "check --base-url / OPENAI_BASE_URL and that the server is running"
@@ -162,7 +180,7 @@ def translated_errors(endpoint: Endpoint, model: str) -> Iterator[None]:
         ) from None
     except openai.APIStatusError as exc:
         status = exc.status_code
-        text = _one_line(_server_message(exc), endpoint.api_key)
+        text = _one_line(_server_message(exc), endpoint)
         if is_context_too_long(status, exc.code, getattr(exc, "type", None), text):
             raise ContextTooLong(f"model {model!r} at {where}: {text}") from None
         code = f", {exc.code}" if exc.code else ""
@@ -180,16 +198,16 @@ def translated_errors(endpoint: Endpoint, model: str) -> Iterator[None]:
             hint = "the request was refused"
         raise ModelError(f"model endpoint {where} answered {status}{code} for model {model!r}: {text}; {hint}") from None
     except openai.APIResponseValidationError as exc:
-        raise ModelError(f"model endpoint {where} sent a reply that does not fit the API: {_one_line(str(exc), endpoint.api_key)}") from None
+        raise ModelError(f"model endpoint {where} sent a reply that does not fit the API: {_one_line(str(exc), endpoint)}") from None
     except openai.OpenAIError as exc:
-        raise ModelError(f"model endpoint {where}: {_one_line(str(exc), endpoint.api_key)}") from None
+        raise ModelError(f"model endpoint {where}: {_one_line(str(exc), endpoint)}") from None
 
 
 def require_api_object(reply: Any, endpoint: Endpoint, model: str) -> None:
     """The SDK hands back the body as text when it is not JSON (an HTML proxy page, a wrong
     URL answered by some other server); say so instead of failing on a missing attribute."""
     if not hasattr(reply, "model_dump"):
-        snippet = _one_line(str(reply), endpoint.api_key)[:80]
+        snippet = _one_line(str(reply), endpoint)[:80]
         raise ModelError(
             f"model endpoint {endpoint.display} sent a reply that is not API JSON for model {model!r} "
             f"({snippet!r}); check that the base URL points at an OpenAI-compatible API (usually ending in /v1)"
@@ -198,7 +216,7 @@ def require_api_object(reply: Any, endpoint: Endpoint, model: str) -> None:
 
 def failed_response_error(endpoint: Endpoint, model: str, code: str | None, message: str) -> ModelError:
     """The error for a reply that arrived (200) but says generation failed."""
-    text = _one_line(message, endpoint.api_key)
+    text = _one_line(message, endpoint)
     if is_context_too_long(None, code, None, text):
         return ContextTooLong(f"model {model!r} at {endpoint.display}: {text}")
     return ModelError(f"model endpoint {endpoint.display} failed to answer model {model!r} ({code or 'no code'}): {text}")

@@ -71,6 +71,18 @@ def test_the_key_is_not_in_repr_or_display() -> None:
     assert "sk-hidden-123" not in repr(vars(model).get("endpoint"))
 
 
+def test_scrubbing_covers_the_key_and_the_url_credentials_in_any_case() -> None:
+    ep = Endpoint("https://me:Pa%20ss-1234@host.example/v1", "sk-Hidden-123")
+    assert ep.secrets == ("me:Pa%20ss-1234", "me:Pa ss-1234", "sk-Hidden-123", "Pa%20ss-1234", "Pa ss-1234")
+    text = "SK-HIDDEN-123 sk-hidden-123 ME:PA SS-1234 pa%20ss-1234 me"
+    assert ep.scrub(text) == "*** *** *** *** me"
+    assert Endpoint("http://127.0.0.1/v1", "sk-no-key-required").secrets == ()  # the placeholder is no secret
+    assert Endpoint("http://a:b@127.0.0.1/v1", "sk-x").secrets == ("sk-x",)  # "a:b": too short to scrub usefully
+    with pytest.raises(ConfigError) as err:
+        open_model("openai-chat:m", base_url="ftp://user:hunter22@example.org/v1")
+    assert "hunter22" not in str(err.value) and "ftp://***@example.org/v1" in str(err.value)
+
+
 def test_names_follow_the_spec(tmp_path: Path) -> None:
     script = tmp_path / "s.yaml"
     script.write_text("steps:\n  - answer: hi\n")

@@ -288,6 +288,26 @@ def test_key_echoed_by_a_server_is_scrubbed(model_server: ModelServer, backend: 
     assert SECRET not in repr(err.value)
 
 
+def test_key_echoed_in_another_letter_case_is_scrubbed(model_server: ModelServer, backend: str) -> None:
+    for _ in range(2):
+        model_server.fail(500, f"backend rejected token {SECRET.upper()} (normalised: {SECRET.lower()})")
+    with pytest.raises(ModelError) as err:
+        ask(open_at(model_server, backend, max_retries=1))
+    assert SECRET.lower() not in str(err.value).lower() and str(err.value).count("***") == 2
+
+
+def test_credentials_in_the_base_url_are_scrubbed(model_server: ModelServer, backend: str) -> None:
+    password = "pa%24sw0rd-URL"  # percent-encoded in the URL: the server sees "pa$sw0rd-URL"
+    url = model_server.base_url.replace("http://", f"http://someone:{password}@")
+    for _ in range(2):
+        model_server.fail(500, "login failed for someone:pa$sw0rd-url and PA%24SW0RD-URL")
+    with pytest.raises(ModelError) as err:
+        ask(open_model(f"{backend}:test-model", base_url=url, api_key=SECRET, max_retries=1, timeout_s=5.0))
+    message = str(err.value)
+    assert "sw0rd" not in message.lower() and "login failed for ***" in message, message
+    assert "someone" not in message  # the endpoint is shown without its user either
+
+
 def test_unknown_model_404_hints_at_name_and_url(model_server: ModelServer, backend: str) -> None:
     model_server.fail(404, "The model `test-model` does not exist", code="model_not_found")
     with pytest.raises(ModelError, match="check the model name"):
