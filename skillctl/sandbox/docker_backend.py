@@ -39,7 +39,6 @@ from skillctl.sandbox import cleanup
 from skillctl.sandbox.client import daemon_error, docker_client, retry
 from skillctl.sandbox.output import CappedCapture, capture_share
 from skillctl.sandbox.reaper import Owner, reap
-from skillctl.sandbox.supervisor import IMAGE_PATH as SUPERVISOR
 from skillctl.sandbox.settings import (
     LABEL_EXPIRES,
     LABEL_MANAGED,
@@ -47,6 +46,7 @@ from skillctl.sandbox.settings import (
     LABEL_RUN_ID,
     SandboxSettings,
 )
+from skillctl.sandbox.supervisor import IMAGE_PATH as SUPERVISOR
 
 # Exit codes of `timeout -k K N cmd` (GNU coreutils):
 #   124  N passed and SIGTERM ended the command          -> outcome "timeout"
@@ -334,11 +334,13 @@ class DockerSandbox:
         lived = f"{max(0.0, time.time() - self._started_at):.0f} s after it started"
         actions: dict[str, dict[str, str]] = {}
         with suppress(Exception):
-            # A bounded query (until = now): events of a container that is gone are still there.
+            # Bounded (until a second from now, or the stream never ends); the engine keeps the
+            # events of a container that is gone.
             for event in self.client.api.events(
                 since=int(self._started_at) - 1, until=int(time.time()) + 1, filters={"container": cid}, decode=True
             ):
-                actions.setdefault(str(event.get("Action") or event.get("status")), event.get("Actor", {}).get("Attributes", {}))
+                attributes = event.get("Actor", {}).get("Attributes", {})
+                actions.setdefault(str(event.get("Action") or event.get("status")), attributes)
         if "oom" in actions:
             return f"it ran out of memory (limit {s.memory}) {lived}"
         if "kill" in actions:
