@@ -331,32 +331,34 @@ class DockerSandbox:
         """How the container ended, from the engine's events for it, in words."""
         s = self.settings
         cid = self._container.id if self._container is not None else self.name
-        lived = f"{max(0.0, time.time() - self._started_at):.0f} s after it started"
-        actions: dict[str, dict[str, str]] = {}
+        actions: dict[str, tuple[float, dict[str, str]]] = {}  # action -> (when, attributes), first of each
         with suppress(Exception):
             # Bounded (until a second from now, or the stream never ends); the engine keeps the
             # events of a container that is gone.
             for event in self.client.api.events(
                 since=int(self._started_at) - 1, until=int(time.time()) + 1, filters={"container": cid}, decode=True
             ):
+                when = float(event.get("timeNano", 0)) / 1e9 or float(event.get("time", 0))
                 attributes = event.get("Actor", {}).get("Attributes", {})
-                actions.setdefault(str(event.get("Action") or event.get("status")), attributes)
+                actions.setdefault(str(event.get("Action") or event.get("status")), (when, attributes))
+        ending = [actions[a][0] for a in ("oom", "kill", "die", "destroy") if a in actions]
+        lived_s = (min(ending) if ending else time.time()) - self._started_at
+        lived = f"{max(0.0, lived_s):.0f} s after it started"
         if "oom" in actions:
             return f"it ran out of memory (limit {s.memory}) {lived}"
+        if lived_s >= s.ttl_s - 1:
+            # Its keep-alive ended, or the reaper removed it (anyone's reaper may, once expired).
+            return f"its TTL of {s.ttl_s} s ran out"
         if "kill" in actions:
             return (
-                f"it was killed from outside (signal {actions['kill'].get('signal', '?')}: `docker kill`, "
+                f"it was killed from outside (signal {actions['kill'][1].get('signal', '?')}: `docker kill`, "
                 f"`docker stop` or `docker rm -f`) {lived}, not by its TTL of {s.ttl_s} s"
             )
         if "die" in actions:
-            code = actions["die"].get("exitCode", "?")
-            if time.time() - self._started_at >= s.ttl_s - 1 and code == "0":
-                return f"its TTL of {s.ttl_s} s ran out"
+            code = actions["die"][1].get("exitCode", "?")
             return f"its keep-alive process ended (exit code {code}) {lived}, before its TTL of {s.ttl_s} s"
         if "destroy" in actions:
             return f"it was removed from outside {lived}, not by its TTL of {s.ttl_s} s"
-        if time.time() - self._started_at >= s.ttl_s:
-            return f"its TTL of {s.ttl_s} s has passed"
         return f"it disappeared {lived} and the engine recorded no reason (removed from outside, or the engine restarted)"
 
     def _require_running(self, settle_s: float = 0.3) -> None:
