@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import io
 import tarfile
+import threading
+import time
 from typing import Iterator
 
 import pytest
 from bundle.archives import files_tar
+from sandbox.processes import leftovers, marker
 
 from skillctl.errors import SandboxError
 from skillctl.protocols import Sandbox
@@ -98,6 +101,75 @@ def test_commands_given_together_run_concurrently_in_order(sandbox: Sandbox) -> 
     results = sandbox.exec_many([wait.format(me="a", other="b"), "echo second", wait.format(me="b", other="a")], timeout_s=90)
     assert [(r.exit_code, r.stdout) for r in results] == [(0, "a\n"), (0, "second\n"), (0, "b\n")]
     assert sandbox.exec_many([]) == []
+
+
+# ----------------------------------------------------------- nothing a command starts outlives it
+# Checked right after ``exec`` returned, with no wait: the processes are already killed and
+# reaped by then, however loaded the machine is.
+
+
+def test_background_processes_are_gone_when_the_command_exits(sandbox: Sandbox) -> None:
+    m = marker()
+    result = sandbox.exec(
+        f"sleep {m} & nohup sleep {m} >/dev/null 2>&1 & setsid sleep {m} & (sleep {m} &); "
+        f"sh -c 'setsid sh -c \"sleep {m}\" & exit 0'; echo started; exit 3"
+    )
+    assert (result.outcome_type, result.exit_code, result.stdout) == ("exit", 3, "started\n"), result
+    assert leftovers(sandbox, m) == []
+
+
+def test_detached_processes_are_gone_after_a_timeout(sandbox: Sandbox) -> None:
+    m = marker()
+    result = sandbox.exec(f"setsid sleep {m} & nohup setsid sleep {m} >/dev/null 2>&1 & sleep {m}", timeout_s=1)
+    assert result.outcome_type == "timeout", result
+    assert leftovers(sandbox, m) == []
+
+
+def test_a_detached_spawner_is_stopped_while_it_spawns(sandbox: Sandbox) -> None:
+    # Still forking when the command ends: the supervisor must go round until nothing is left.
+    # Bounded (150 children), because the local backend has no process limit.
+    m = marker()
+    result = sandbox.exec(
+        f"setsid sh -c 'i=0; while [ $i -lt 150 ]; do (sleep {m} &); i=$((i+1)); done; sleep {m}' & "
+        f"while [ $(ps -eo args= | grep -c -e '[{m[0]}]{m[1:]}') -lt 5 ]; do :; done; echo spawning"
+    )
+    assert result.stdout == "spawning\n", result
+    assert leftovers(sandbox, m) == []
+
+
+def test_commands_running_beside_it_are_untouched(sandbox: Sandbox) -> None:
+    # A long command with a background child runs while others leave processes behind and end
+    # (by exit and by timeout). It must still see its child alive afterwards.
+    m, other = marker(), marker()
+    tmp = sandbox.agent_path("/tmp")
+    go, pidfile = f"{tmp}/go-{m}", f"{tmp}/pid-{m}"
+    box: dict = {}
+
+    def long_command() -> None:
+        box["result"] = sandbox.exec(
+            f"sleep {m} & echo $! > {pidfile}; i=0; while [ ! -e {go} ]; do i=$((i+1)); "
+            f"[ $i -gt 3000 ] && exit 9; sleep 0.05; done; kill -0 $(cat {pidfile}) && echo child-alive",
+            timeout_s=300,
+        )
+
+    worker = threading.Thread(target=long_command)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not sandbox.exec(f"test -s {pidfile}").ok:
+            assert time.monotonic() < deadline, "the long command never started"
+        assert sandbox.exec(f"setsid sleep {other} & sleep {other} & exit 0").ok
+        assert sandbox.exec(f"setsid sleep {other} & sleep {other}", timeout_s=0.5).outcome_type == "timeout"
+        results = sandbox.exec_many([f"setsid sleep {other} & true", f"nohup sleep {other} >/dev/null 2>&1 &"])
+        assert [r.exit_code for r in results] == [0, 0]
+        assert leftovers(sandbox, other) == []
+        # The long command's own child is still there (its sh, timeout and supervisor too).
+        assert [line for line in leftovers(sandbox, m) if line.startswith("sleep")] == [f"sleep {m}"]
+    finally:
+        sandbox.exec(f"touch {go}")
+        worker.join(timeout=300)
+    assert box["result"].stdout == "child-alive\n", box["result"]
+    assert leftovers(sandbox, m) == []
 
 
 def test_skills_put_into_skills_root_can_be_run(sandbox: Sandbox) -> None:

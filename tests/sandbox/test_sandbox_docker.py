@@ -8,6 +8,7 @@ import time
 
 import pytest
 from bundle.archives import files_tar
+from sandbox.processes import leftovers, marker
 
 from skillctl.errors import ConfigError, SandboxError, SandboxTimeout
 from skillctl.sandbox import open_sandbox
@@ -171,6 +172,23 @@ def test_a_detached_fork_bomb_is_gone_when_its_command_ends(agent_image, docker_
         assert result.outcome_type == ("timeout" if timeout_s < 60 else "exit"), result
         after = [sb.exec(f"echo ok-{i}; {STUBBORN_COUNT}", timeout_s=20) for i in range(5)]
         assert [r.stdout.split() for r in after] == [[f"ok-{i}", "0"] for i in range(5)], after
+
+
+def test_keep_background_keeps_services_in_the_container(agent_image, docker_client):
+    with DockerSandbox(image=agent_image, client=docker_client, kill_after_s=1.0, keep_background=True) as sb:
+        m, held, timed = marker(), marker(), marker()
+        # A service writing to a file, and one still holding the command's output: neither keeps
+        # the command from ending, both stay.
+        result = sb.exec(f"nohup setsid sleep {m} >/dev/null 2>&1 & (sleep {held}; echo late) & echo done; echo err >&2")
+        assert (result.exit_code, result.stdout, result.stderr) == (0, "done\n", "err\n"), result
+        assert [line for line in leftovers(sb, m) if line.startswith("sleep")] == [f"sleep {m}"]
+        assert [line for line in leftovers(sb, held) if line.startswith("sleep")] == [f"sleep {held}"]
+        # A service started by an earlier command is untouched by a later one; a timeout still
+        # takes everything the timed-out command started.
+        result = sb.exec(f"nohup setsid sleep {timed} >/dev/null 2>&1 & sleep {timed}", timeout_s=0.5)
+        assert result.outcome_type == "timeout"
+        assert leftovers(sb, timed) == []
+        assert [line for line in leftovers(sb, m) if line.startswith("sleep")] == [f"sleep {m}"]
 
 
 def test_host_deadline_raises_sandbox_timeout(agent_image, docker_client):

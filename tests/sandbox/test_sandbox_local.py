@@ -64,6 +64,12 @@ def test_extra_folders_must_be_new_top_level_folders(dirs, message):
             open_sandbox(backend, extra_dirs=dirs, **extra)
 
 
+def test_refuses_to_keep_background_processes():
+    # A kept process would outlive the sandbox on this machine: no container ends it.
+    with pytest.raises(SandboxError, match="keep_background is not available in the local sandbox"):
+        LocalSandbox(allow_unsafe_local=True, keep_background=True)
+
+
 def test_warns_on_stderr_when_started(capsys):
     sandbox = open_sandbox("local", allow_unsafe_local=True)
     assert isinstance(sandbox, Sandbox)
