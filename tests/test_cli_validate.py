@@ -56,7 +56,7 @@ def test_text_lines_and_summary(tree: Path) -> None:
     assert [(m["path"], m["line"], m["col"], m["code"], m["severity"]) for m in parsed] == [
         ("skills/bad/SKILL.md", "2", "7", "SK104", "error"),
         ("skills/bad/SKILL.md", "2", "7", "SK107", "error"),
-        ("skills/bad/SKILL.md", "4", "10", "SK161", "error"),
+        ("skills/bad/SKILL.md", "4", "1", "SK161", "error"),  # at the key: the field is unknown
         ("skills/warn/SKILL.md", "6", "6", "SK211", "warning"),
     ]
     m = SUMMARY_RE.match(summary)

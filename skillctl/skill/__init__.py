@@ -2,6 +2,7 @@
 
 from skillctl.skill.diagnostics import CODES, Diagnostic
 from skillctl.skill.model import Skill
-from skillctl.skill.validate import SkillReport, check_skill, discover, load_skill, validate_paths
+from skillctl.skill.discovery import discover
+from skillctl.skill.validate import SkillReport, check_skill, load_skill, validate_paths
 
 __all__ = ["CODES", "Diagnostic", "Skill", "SkillReport", "check_skill", "discover", "load_skill", "validate_paths"]

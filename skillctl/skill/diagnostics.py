@@ -2,7 +2,9 @@
 
 Codes are stable (tools and CI configs may match on them) and documented in ``CODES``.
 ``SK0xx`` file-level errors, ``SK1xx`` front-matter errors (what the Agent Skills spec forbids),
-``SK2xx`` warnings (what the spec recommends, plus packaging hygiene).
+``SK2xx`` warnings (what the spec recommends, plus packaging hygiene), ``SK3xx`` notes (worth
+knowing, never a failure, not even under ``--strict``). SK251–SK259 belong to the skill
+environments checker (imports that no declared requirement provides).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Severity = Literal["error", "warning"]
+Severity = Literal["error", "warning", "info"]
 
 # code -> (severity, short title). The title is documentation; messages carry the details.
 CODES: dict[str, tuple[Severity, str]] = {
@@ -44,24 +46,28 @@ CODES: dict[str, tuple[Severity, str]] = {
     "SK141": ("error", "allowed-tools is not a string"),
     "SK151": ("error", "license is not a string"),
     "SK161": ("error", "unknown top-level field"),
+    "SK162": ("error", "field does not fit the type or limit its client documents"),
     "SK201": ("warning", "body is longer than 500 lines"),
     "SK202": ("warning", "body is longer than 5,000 tokens"),
     "SK203": ("warning", "body is empty"),
     "SK204": ("warning", "SKILL.md starts with a byte-order mark"),
     "SK211": ("warning", "referenced file does not exist"),
-    "SK212": ("warning", "reference is deeper than one level"),
+    "SK212": ("warning", "reference chain deeper than one level from SKILL.md"),
     "SK213": ("warning", "reference points outside the skill folder"),
-    "SK221": ("warning", "script has no shebang line"),
-    "SK222": ("warning", "script is not executable"),
+    "SK221": ("warning", "directly executed script has no shebang line"),
+    "SK222": ("warning", "directly executed script is not executable"),
     "SK231": ("warning", "symbolic link"),
     "SK232": ("warning", "file is larger than 5 MiB"),
     "SK233": ("warning", "hidden or OS junk file"),
     "SK234": ("warning", "file cannot be read or is not a regular file"),
     "SK235": ("warning", "folder nesting too deep"),
     "SK236": ("warning", "folder has too many entries to scan"),
+    "SK237": ("warning", "search for skills stopped at its folder budget"),
     "SK241": ("warning", "metadata.version is not SemVer"),
     "SK251": ("warning", "script imports a module that no declared requirement provides"),
     "SK252": ("warning", "the skill's requirements declaration cannot be used"),
+    "SK301": ("info", "metadata.version MAJOR.MINOR is read as MAJOR.MINOR.0"),
+    "SK302": ("info", "search for skills stopped at its depth limit"),
 }
 
 

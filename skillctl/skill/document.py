@@ -1,9 +1,11 @@
 """Reading SKILL.md: bytes → front matter + body, with line numbers, or located diagnostics.
 
-python-frontmatter's YAML handler loads the metadata (so a skill reads the same here as in any
-python-frontmatter tool), but we find the ``---`` fences ourselves: python-frontmatter reports
-"no front matter" and "front matter never closed" alike (empty metadata), and its boundary regex
-may swallow blank lines, which would shift every line number we report.
+The metadata is read with the YAML loader python-frontmatter uses (libyaml's ``CSafeLoader`` when
+PyYAML has it), so a skill reads the same here as in any python-frontmatter tool; the text is
+parsed once into nodes (for locations) and the values are built from those nodes, not parsed a
+second time. We find the ``---`` fences ourselves: python-frontmatter reports "no front matter"
+and "front matter never closed" alike (empty metadata), and its boundary regex may swallow blank
+lines, which would shift every line number we report.
 
 Hostile input is expected: undecodable bytes, binary files, huge files, YAML alias bombs and
 duplicate keys all end as diagnostics, never as exceptions.
@@ -14,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import frontmatter
 import yaml
+from frontmatter.default_handlers import SafeLoader as _Loader
 
 from skillctl.skill.diagnostics import Diagnostic
 
@@ -25,8 +27,6 @@ MAX_SKILL_MD_BYTES = 1024 * 1024
 # Front matter is ~100 tokens by the spec; a generous cap keeps YAML parsing cheap.
 MAX_FRONT_MATTER_BYTES = 64 * 1024
 _MAX_YAML_NODES = 10_000
-
-_HANDLER = frontmatter.YAMLHandler()
 
 
 @dataclass(frozen=True)
@@ -46,9 +46,24 @@ class SkillDocument:
     # "name" / "metadata.version" -> location of the value (or of the key when no value).
     locations: dict[str, Location] = field(default_factory=dict)
     had_bom: bool = False
+    # "name" / "metadata.version" -> location of the key itself.
+    key_locations: dict[str, Location] = field(default_factory=dict)
+    # fields whose value is a block collection: it starts on a later line than its key, so a
+    # problem with the value as a whole is shown at the key (the line that introduces it).
+    block_values: frozenset[str] = frozenset()
+    had_crlf: bool = False
+    # plain (unquoted) scalar values exactly as written, for hints such as "quote it: 1.10"
+    plain_text: dict[str, str] = field(default_factory=dict)
 
     def where(self, key: str) -> Location:
+        """Where a problem with the *value* of ``key`` is shown."""
+        if key in self.block_values:
+            return self.key_at(key)
         return self.locations.get(key) or self.locations.get(key.split(".")[0]) or Location(1, 1)
+
+    def key_at(self, key: str) -> Location:
+        """Where a problem with the *field* ``key`` itself (unknown, misplaced) is shown."""
+        return self.key_locations.get(key) or self.key_locations.get(key.split(".")[0]) or Location(1, 1)
 
 
 # UTF-32 first: its little-endian BOM starts with UTF-16's.
@@ -80,9 +95,17 @@ def _decode(raw: bytes, shown: str) -> tuple[str | None, list[Diagnostic]]:
         ]
 
 
-def _index_nodes(node: yaml.Node, offset: int) -> tuple[dict[str, Location], list[Diagnostic], str | None]:
-    """Locations of top-level keys and metadata.* values; duplicate keys; alias/size problems."""
-    locations: dict[str, Location] = {}
+@dataclass
+class _Index:
+    values: dict[str, Location] = field(default_factory=dict)
+    keys: dict[str, Location] = field(default_factory=dict)
+    blocks: set[str] = field(default_factory=set)
+    plain: dict[str, str] = field(default_factory=dict)
+
+
+def _index_nodes(node: yaml.Node, offset: int) -> tuple[_Index, list[Diagnostic], str | None]:
+    """Locations of top-level and metadata.* keys and values; duplicate keys; alias/size problems."""
+    index = _Index()
     problems: list[Diagnostic] = []
     seen: set[int] = set()
     stack = [node]
@@ -90,11 +113,11 @@ def _index_nodes(node: yaml.Node, offset: int) -> tuple[dict[str, Location], lis
     while stack:
         n = stack.pop()
         if id(n) in seen:
-            return locations, problems, "YAML aliases (*name) are not allowed in front matter; write the value out"
+            return index, problems, "YAML aliases (*name) are not allowed in front matter; write the value out"
         seen.add(id(n))
         count += 1
         if count > _MAX_YAML_NODES:
-            return locations, problems, f"front matter has more than {_MAX_YAML_NODES} YAML nodes"
+            return index, problems, f"front matter has more than {_MAX_YAML_NODES} YAML nodes"
         if isinstance(n, yaml.MappingNode):
             stack.extend(v for pair in n.value for v in pair)
         elif isinstance(n, yaml.SequenceNode):
@@ -120,13 +143,18 @@ def _index_nodes(node: yaml.Node, offset: int) -> tuple[dict[str, Location], lis
                 )
             keys_seen[key] = loc(k)
             has_value = not (isinstance(v, yaml.ScalarNode) and v.value == "" and v.tag.endswith(":null"))
-            locations[prefix + key] = loc(v) if has_value else loc(k)
+            index.values[prefix + key] = loc(v) if has_value else loc(k)
+            index.keys[prefix + key] = loc(k)
+            if isinstance(v, (yaml.MappingNode, yaml.SequenceNode)) and not v.flow_style:
+                index.blocks.add(prefix + key)
+            elif isinstance(v, yaml.ScalarNode) and v.style is None:
+                index.plain[prefix + key] = v.value  # as written: `1.10`, not the float 1.1
             if not prefix and key == "metadata" and isinstance(v, yaml.MappingNode):
                 walk_mapping(v, "metadata.")
 
     if isinstance(node, yaml.MappingNode):
         walk_mapping(node, "")
-    return locations, problems, None
+    return index, problems, None
 
 
 def parse_skill_md(raw: bytes, shown: str) -> tuple[SkillDocument | None, list[Diagnostic]]:
@@ -150,6 +178,7 @@ def parse_skill_md(raw: bytes, shown: str) -> tuple[SkillDocument | None, list[D
     if had_bom:
         text = text[1:]
         diags.append(Diagnostic("SK204", "SKILL.md starts with a UTF-8 byte-order mark; save it without one", shown, 1, 1))
+    had_crlf = "\r" in text
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if not lines or lines[0].rstrip() != "---":
         diags.append(
@@ -171,9 +200,11 @@ def parse_skill_md(raw: bytes, shown: str) -> tuple[SkillDocument | None, list[D
         diags.append(Diagnostic("SK005", "front matter is larger than 64 KiB; keep metadata short and move text to the body", shown, 2, 1))
         return None, diags
     offset = 1  # YAML line 0 is SKILL.md line 2
+    loader = _Loader(fm_text)
     try:
-        node = yaml.compose(fm_text, Loader=yaml.SafeLoader)
+        node = loader.get_single_node()
     except yaml.YAMLError as exc:
+        loader.dispose()
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 + offset if mark else 2
         col = mark.column + 1 if mark else 1
@@ -181,29 +212,36 @@ def parse_skill_md(raw: bytes, shown: str) -> tuple[SkillDocument | None, list[D
         diags.append(Diagnostic("SK005", f"front matter is not valid YAML: {problem}", shown, line, col))
         return None, diags
     except RecursionError:
+        loader.dispose()
         diags.append(Diagnostic("SK005", "front matter is nested too deeply to be YAML metadata", shown, 2, 1))
         return None, diags
     if node is None:
+        loader.dispose()
         diags.append(Diagnostic("SK006", "front matter is empty: add name: and description:", shown, 1, 1))
         return None, diags
-    locations, dup, fatal = _index_nodes(node, offset)
+    index, dup, fatal = _index_nodes(node, offset)
     diags += [Diagnostic(d.code, d.message, shown, d.line, d.column) for d in dup]
     if fatal:
+        loader.dispose()
         diags.append(Diagnostic("SK005", fatal, shown, 2, 1))
         return None, diags
     if not isinstance(node, yaml.MappingNode):
+        loader.dispose()
         diags.append(
             Diagnostic("SK006", "front matter must be a YAML mapping of fields (name: …, description: …)", shown, 2, 1)
         )
         return None, diags
     try:
-        metadata = _HANDLER.load(fm_text)
+        # the values, built from the nodes just composed (what yaml.load would return)
+        metadata = loader.construct_document(node)
     except Exception as exc:  # noqa: BLE001 - any constructor failure is bad input, not a crash
         # e.g. an unhashable mapping key, a timestamp out of range, or `!!timestamp x`
         # (PyYAML's constructor raises AttributeError on it)
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
         diags.append(Diagnostic("SK005", f"front matter is not valid YAML: {first}", shown, 2, 1))
         return None, diags
+    finally:
+        loader.dispose()
     body_lines = lines[close + 1 :]
     body = "\n".join(body_lines)
     return (
@@ -212,8 +250,12 @@ def parse_skill_md(raw: bytes, shown: str) -> tuple[SkillDocument | None, list[D
             body=body,
             body_start_line=close + 2,
             front_matter_end_line=close + 1,
-            locations=locations,
+            locations=index.values,
             had_bom=had_bom,
+            key_locations=index.keys,
+            block_values=frozenset(index.blocks),
+            had_crlf=had_crlf,
+            plain_text=index.plain,
         ),
         diags,
     )

@@ -18,8 +18,6 @@ from skillctl.skill.ignore import IgnoreRules, is_junk
 MAX_DEPTH = 32
 MAX_ENTRIES = 20_000
 LARGE_FILE = 5 * 1024 * 1024
-# Data, not programs: no shebang or run bit expected even when they sit in scripts/.
-_NOT_SCRIPTS = (".md", ".txt", ".json", ".yaml", ".yml", ".csv", ".tsv", ".sql", ".toml", ".ini", ".cfg", ".lock")
 
 
 @dataclass(frozen=True)
@@ -113,25 +111,7 @@ def scan_folder(root: Path, shown_root: str, ignore: IgnoreRules) -> FolderScan:
             # no need to open thousands of files to learn that).
             if not os.access(root / rel, os.R_OK):
                 diags.append(Diagnostic("SK234", "cannot read: permission denied; it cannot be packed — make it readable (chmod a+r)", shown(rel)))
-                continue
-            if rel_dir == "scripts":
-                diags += _script_checks(root, rel, entry.name, st.st_mode, shown(rel))
     files.sort(key=lambda f: f.rel)
     dirs.sort()
     return FolderScan(tuple(files), tuple(dirs), tuple(diags))
 
-
-def _script_checks(root: Path, rel: str, name: str, mode: int, shown: str) -> list[Diagnostic]:
-    if name.startswith("_") or name.lower().endswith(_NOT_SCRIPTS):
-        return []
-    out: list[Diagnostic] = []
-    try:
-        with open(root / rel, "rb") as fh:
-            head = fh.read(2)
-    except OSError as exc:
-        return [Diagnostic("SK234", f"cannot read: {exc.strerror or exc}", shown)]
-    if head != b"#!":
-        out.append(Diagnostic("SK221", "script has no shebang line (e.g. '#!/usr/bin/env python3'), so it cannot be run directly", shown, 1, 1))
-    if not mode & 0o111:
-        out.append(Diagnostic("SK222", f"script is not executable; run: chmod +x {rel}", shown))
-    return out

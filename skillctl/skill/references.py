@@ -1,9 +1,21 @@
-"""File references in a SKILL.md body: Markdown links and bare ``scripts/…``-style paths.
+"""File references in a skill's Markdown: what the text points at, and how it uses it.
 
-The spec puts references relative to the skill root and recommends keeping them one level deep
-(``references/api.md``, not ``references/v2/api/spec.md``). A reference to a file that does not
-exist is the most common defect in published skills: the agent is told to run a script that is
-not there.
+The spec puts references relative to the skill root ("See [the guide](references/REFERENCE.md)",
+"scripts/extract.py"). Finding them in real skills means reading Markdown the way an agent does:
+
+- a link is a link only in prose: ``[C:1](=[O:2])`` inside a code block is a SMILES string;
+- a bare path counts when it names a folder of the skill (``scripts/``, ``references/``,
+  ``assets/`` or one the skill has), possibly behind a placeholder for the skill's folder
+  (``{baseDir}/scripts/x.py``, ``${CLAUDE_SKILL_DIR}/…``, ``<path-to-skill>/…``) or behind the
+  folder it is installed as (``.claude/skills/NAME/…``); other placeholders (``{project}/…``)
+  name files that are not the skill's;
+- in prose, a path without an extension is usually a word ("see the references/citations
+  section"); in code it is a file;
+- in shell code, the word in command position is *executed directly* (``scripts/run.sh --x``),
+  a word after an interpreter is *run by it* (``python scripts/x.py``) — only the first needs a
+  shebang and a run bit.
+
+Everything here is text analysis: which of these paths exist is the checker's business.
 """
 
 from __future__ import annotations
@@ -11,26 +23,243 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
+from typing import Iterator
 from urllib.parse import unquote
 
 # [text](target) and ![alt](target "title"); targets in <...> may contain spaces.
 _LINK_RE = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(\s*(<[^>]*>|[^)\s]+)(?:\s+[\"'(][^)]*)?\)")
-# bare paths into the conventional folders, e.g. `python scripts/tally.py` or ./references/x.md
-_BARE_RE = re.compile(r"(?<![\w/.\-~$])(?:\./)?((?:scripts|references|assets)/[\w.\-/]*[\w\-])")
+# [label]: target  (a reference-style link definition)
+_DEFINITION_RE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*(<[^>]*>|\S+)")
 _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*:")
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)")
+_CODE_SPAN_RE = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
+# A path-like word: optional placeholder, then characters paths are made of, with a '/'.
+_PLACEHOLDER = r"(?:\{\{?\s*[\w .-]+\s*\}\}?|\$\{\w+\}|\$\w+|%\w+%|<[\w .-]+>)"
+_TOKEN_RE = re.compile(rf"(?:{_PLACEHOLDER}|[\w.~@+*?{{}},%-])*/[\w./~@+*?{{}},%$-]*")
+_WORD_TRAILING = ".,;:!?'\""
+# Code fences whose lines are commands (an unlabelled fence is read as commands too: the spec's
+# own example runs `scripts/extract.py` from one).
+SHELL_FENCES = frozenset({"", "sh", "bash", "shell", "zsh", "console", "terminal", "shell-session", "text", "powershell", "pwsh", "ps1", "ps", "cmd", "bat", "fish"})
+CONVENTIONAL_FOLDERS = ("scripts", "references", "assets")
+
+_INTERPRETER_RE = re.compile(
+    r"^(python[\d.]*|py|pypy[\d.]*|node|nodejs|deno|bun|tsx|ts-node|bash|sh|zsh|dash|ksh|fish|pwsh|powershell(\.exe)?|"
+    r"ruby|perl|php|Rscript|lua|osascript|source|\.|java|go|dotnet|groovy|kotlin|swift|julia|elixir|cscript|wscript)$"
+)
+# Interpreters reached through a runner word: `uv run x.py`, `npx tsx x.ts`, `deno run x.ts`.
+_RUNNERS = {"uv": ("run",), "uvx": (), "pipx": ("run",), "npx": (), "pnpm": ("exec", "dlx"), "bunx": (), "poetry": ("run",), "pdm": ("run",), "hatch": ("run",)}
+# Words that run the next word as a command: `sudo scripts/x.sh`, `exec ./run.sh`.
+_PREFIXES = frozenset({"sudo", "exec", "time", "nohup", "env", "command", "nice", "timeout", "then", "do", "else", "!"})
+_SHELL_OP_RE = re.compile(r"&&|\|\||[|;&()]|\$\(")
+_WORD_RE = re.compile(r"&&|\|\||[|;&()]|\$\(|(?:[^\s|;&()'\"`]+|'[^']*'|\"[^\"]*\")+")
+_ASSIGNMENT_RE = re.compile(r"^[A-Za-z_]\w*=")
 
 
 @dataclass(frozen=True)
 class Reference:
-    target: str  # normalised POSIX path relative to the skill root ("" when it escapes)
-    raw: str  # as written
-    line: int  # 0-based line within the body
-    column: int  # 0-based
-    escapes: bool = False
+    raw: str  # as written (the placeholder or install prefix stripped)
+    line: int  # 0-based line within the text
+    column: int  # 0-based column of ``raw``
+    kind: str  # "link" (Markdown link in prose), "prose" (bare path in prose), "code"
+    role: str = ""  # in shell code: "command" (executed directly), "interpreted" (run by an interpreter)
+    placeholder: bool = False  # written behind a placeholder for the skill's folder
 
 
-def _normalise(raw: str) -> tuple[str, bool]:
-    path = unquote(raw.split("#", 1)[0].split("?", 1)[0]).strip()
+def _skill_placeholder(text: str) -> bool | None:
+    """True: a placeholder for the skill's folder; False: some other placeholder; None: not one."""
+    m = re.fullmatch(r"\{\{?\s*([\w .-]+?)\s*\}\}?|\$\{(\w+)\}|\$(\w+)|%(\w+)%|<([\w .-]+)>", text)
+    if m is None:
+        return None
+    name = re.sub(r"[^a-z]", "", next(g for g in m.groups() if g).lower())
+    if name in ("basedir", "skilldir", "skillroot", "skillpath", "skillfolder", "skilldirectory", "claudeskilldir", "thisskill", "skill"):
+        return True
+    return "skill" in name and any(w in name for w in ("dir", "root", "path", "folder", "location", "base"))
+
+
+def fences(lines: list[str]) -> list[str | None]:
+    """Per line: None outside code fences, else the fence's language ("" when unlabelled).
+    Fence lines themselves count as code."""
+    out: list[str | None] = []
+    open_fence: tuple[str, int] | None = None
+    lang = ""
+    for line in lines:
+        m = _FENCE_RE.match(line)
+        if open_fence is None:
+            if m:
+                open_fence = (m.group(1)[0], len(m.group(1)))
+                lang = m.group(2).lower().strip("{}.")
+                out.append(lang)
+            else:
+                out.append(None)
+        else:
+            out.append(lang)
+            if m and m.group(1)[0] == open_fence[0] and len(m.group(1)) >= open_fence[1] and not line.strip().strip(m.group(1)[0]):
+                open_fence = None
+    return out
+
+
+def _spans(line: str) -> list[tuple[int, int]]:
+    return [(m.start(2), m.end(2)) for m in _CODE_SPAN_RE.finditer(line)]
+
+
+def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
+    return any(a <= pos < b for a, b in spans)
+
+
+def _clean_token(token: str) -> str:
+    while token and token[-1] in _WORD_TRAILING:
+        token = token[:-1]
+    return token
+
+
+def split_token(token: str, own_name: str, folders: frozenset[str]) -> tuple[str, bool] | None:
+    """A path-like word → (path relative to the skill root, behind a placeholder), or None when
+    the word is not a path into this skill (a URL, an absolute path, another placeholder, a
+    path in the user's project)."""
+    if token.startswith(("//", "/")) or _SCHEME_RE.match(token):
+        return None
+    placeholder = False
+    head, sep, rest = token.partition("/")
+    kind = _skill_placeholder(head)
+    if kind is not None:
+        if not kind:
+            return None  # {project}/… or $HOME/…: not this skill's files
+        placeholder, token = True, rest
+    segments = token.split("/")
+    first = segments[0]
+    if first in (".",) and len(segments) > 1:
+        return "/".join(segments[1:]), placeholder
+    if first == "..":
+        return token, placeholder
+    if first in folders or first in CONVENTIONAL_FOLDERS:
+        return token, placeholder
+    # installed copies: .claude/skills/NAME/…, ~/.agents/skills/NAME/…, skills/NAME/…
+    for i in range(len(segments) - 1):
+        if segments[i] == own_name and i + 1 < len(segments) and (i == 0 or segments[i - 1] == "skills"):
+            return "/".join(segments[i + 1 :]), True
+    return None
+
+
+def _code_roles(code: str) -> Iterator[tuple[int, str, str]]:
+    """Shell words of ``code`` as (offset, word, role): role "command" for the word a shell would
+    execute, "interpreted" for the script an interpreter is given, "" for other arguments."""
+    expect = "command"
+    runner_words: tuple[str, ...] = ()
+    for m in _WORD_RE.finditer(code):
+        word = m.group()
+        if _SHELL_OP_RE.fullmatch(word):
+            expect, runner_words = "command", ()
+            continue
+        bare = word.strip("'\"")
+        if expect == "command":
+            if _ASSIGNMENT_RE.match(bare) or bare in _PREFIXES or (bare.startswith("-") and m.start() > 0):
+                continue
+            if bare in _RUNNERS:
+                expect, runner_words = "runner", _RUNNERS[bare]
+                continue
+            if _INTERPRETER_RE.match(bare.rsplit("/", 1)[-1]):
+                expect = "script"
+                continue
+            yield m.start(), bare, "command"
+            expect = ""
+        elif expect == "runner":
+            if bare in runner_words or bare.startswith("-"):
+                continue
+            if _INTERPRETER_RE.match(bare) or bare in ("tsx", "ts-node"):
+                expect = "script"
+                continue
+            yield m.start(), bare, "interpreted"
+            expect = ""
+        elif expect == "script":
+            if bare.startswith("-"):
+                if bare in ("-m", "-c", "-e", "--eval"):
+                    expect = ""  # a module or inline code follows, not a file
+                continue
+            if bare in ("run", "exec"):  # deno run, go run, dotnet run
+                continue
+            yield m.start(), bare, "interpreted"
+            expect = ""
+        else:
+            yield m.start(), bare, ""
+
+
+def find_references(text: str, own_name: str = "", folders: frozenset[str] = frozenset()) -> list[Reference]:
+    """Every reference in Markdown ``text`` (a SKILL.md body or a referenced Markdown file).
+
+    ``own_name`` is the skill's name (to read ``.claude/skills/NAME/x`` as ``x``); ``folders``
+    its top-level folders, whose paths count as references like ``scripts/…`` do.
+    """
+    refs: list[Reference] = []
+    lines = text.split("\n")
+    for i, (line, lang) in enumerate(zip(lines, fences(lines))):
+        if lang is not None:
+            if _FENCE_RE.match(line):
+                continue
+            shell = lang in SHELL_FENCES
+            body = re.sub(r"^(\s*)(\$|>|PS>|PS [^>]*>)\s", lambda m: " " * len(m.group()), line) if shell else line
+            refs += _code_references(body, 0, i, own_name, folders, shell, single_word_is_command=True)
+            continue
+        spans = _spans(line)
+        link_spans: list[tuple[int, int]] = []
+        for m in list(_LINK_RE.finditer(line)) + list(_DEFINITION_RE.finditer(line)):
+            if _inside(m.start(), spans):
+                continue  # `[x](y)` inside a code span is code
+            link_spans.append(m.span())
+            raw = m.group(1)
+            col = m.start(1)
+            if raw.startswith("<") and raw.endswith(">"):
+                raw, col = raw[1:-1], col + 1
+            if not raw or raw.startswith("#") or _SCHEME_RE.match(raw) or raw.startswith("//"):
+                continue  # anchors, URLs, mailto:
+            head, _, rest = raw.partition("/")
+            kind = _skill_placeholder(head)
+            if kind is False:
+                continue
+            refs.append(Reference(rest if kind else raw, i, col + (len(head) + 1 if kind else 0), "link", placeholder=bool(kind)))
+        for a, b in spans:
+            code = line[a:b]
+            refs += _code_references(code, a, i, own_name, folders, shell=True, single_word_is_command=False)
+        for m in _TOKEN_RE.finditer(line):
+            if _inside(m.start(), spans) or any(a <= m.start() < b for a, b in link_spans):
+                continue
+            if m.start() > 0 and (line[m.start() - 1].isalnum() or line[m.start() - 1] in "/.\\"):
+                continue
+            token = _clean_token(m.group())
+            split = split_token(token, own_name, folders)
+            if split is None:
+                continue
+            path, placeholder = split
+            refs.append(Reference(path, i, m.start() + len(token) - len(path), "prose", placeholder=placeholder))
+    return refs
+
+
+def _code_references(
+    code: str, offset: int, line: int, own_name: str, folders: frozenset[str], shell: bool, single_word_is_command: bool
+) -> list[Reference]:
+    out: list[Reference] = []
+    words = list(_code_roles(code)) if shell else []
+    roles = {pos: role for pos, _, role in words}
+    # an inline `scripts/x.py` alone is a mention, not a command: it runs only with arguments
+    # or an explicit ./ (in a fenced block, a line holding only the path runs it)
+    n_words = len([w for w in words if not _SHELL_OP_RE.fullmatch(w[1])])
+    for m in _TOKEN_RE.finditer(code):
+        if m.start() > 0 and (code[m.start() - 1].isalnum() or code[m.start() - 1] in "/.\\"):
+            continue
+        token = _clean_token(m.group())
+        split = split_token(token, own_name, folders)
+        if split is None:
+            continue
+        path, placeholder = split
+        role = roles.get(m.start(), "")
+        if role == "command" and n_words == 1 and not single_word_is_command and not token.startswith("./"):
+            role = ""
+        out.append(Reference(path, line, offset + m.start() + len(token) - len(path), "code", role, placeholder))
+    return out
+
+
+def normalise(raw: str) -> tuple[str, bool]:
+    """``raw`` → (POSIX path relative to its base, escapes the base)."""
+    path = unquote(raw.split("#", 1)[0].split("?", 1)[0] if not _is_glob(raw) else raw.split("#", 1)[0]).strip()
     if path.startswith("./"):
         path = path[2:]
     norm = posixpath.normpath(path) if path else ""
@@ -38,29 +267,9 @@ def _normalise(raw: str) -> tuple[str, bool]:
     return ("" if escapes else norm), escapes
 
 
-def find_references(body: str) -> list[Reference]:
-    refs: list[Reference] = []
-    for i, line in enumerate(body.split("\n")):
-        linked_spans: list[tuple[int, int]] = []
-        for m in _LINK_RE.finditer(line):
-            raw = m.group(1)
-            linked_spans.append(m.span())
-            if raw.startswith("<") and raw.endswith(">"):
-                raw = raw[1:-1]
-            if not raw or raw.startswith("#") or _SCHEME_RE.match(raw) or raw.startswith("//"):
-                continue  # anchors, URLs, mailto:
-            target, escapes = _normalise(raw)
-            if target or escapes:
-                refs.append(Reference(target, raw, i, m.start(1), escapes))
-        for m in _BARE_RE.finditer(line):
-            if any(a <= m.start() < b for a, b in linked_spans):
-                continue
-            raw = m.group(1)
-            target, escapes = _normalise(raw)
-            refs.append(Reference(target, raw, i, m.start(1), escapes))
-    return refs
+def _is_glob(path: str) -> bool:
+    return any(c in path for c in "*?{")
 
 
-def depth(target: str) -> int:
-    """Folder levels below the skill root: references/api.md → 1."""
-    return target.count("/")
+def is_glob(path: str) -> bool:
+    return _is_glob(path)

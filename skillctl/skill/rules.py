@@ -1,8 +1,11 @@
-"""Front-matter rules of the Agent Skills specification.
+"""Front-matter rules of the Agent Skills specification, and of each client profile.
 
-The JSON Schema in ``schemas/frontmatter.schema.json`` is the single statement of what a valid
-front matter is; this module runs it and turns each schema error into a coded, located, specific
-message (a bare "does not match '^[a-z0-9]+(-[a-z0-9]+)*$'" tells an author nothing).
+``schemas/frontmatter.schema.json`` states what a valid front matter is, for editors
+(yaml-language-server) and other tools. This module checks the same rules directly in Python,
+one field at a time, so each problem gets its own code, location and advice — and so validating
+one skill does not pay for importing a JSON Schema engine (~120 ms, more than the whole check).
+``tests/skill/test_rules_schema_agreement.py`` runs the schema beside these checks on generated
+front matter and on the real-skills corpus: they must agree on every verdict.
 
 Deliberate differences from the reference validator (PyPI ``skills-ref``), documented in README:
 - names must be lowercase ASCII (the spec's text); skills-ref accepts any Unicode letter after
@@ -10,40 +13,38 @@ Deliberate differences from the reference validator (PyPI ``skills-ref``), docum
 - values keep their YAML types (PyYAML) instead of strictyaml's "everything is a string", so
   ``metadata: {version: 1.0}`` is reported: write ``version: "1.0"``.
 - ``allowed-tools`` must be a string as the spec says; newer skills-ref also accepts a list.
+
+Where a diagnostic points: a problem with a *field* (unknown, missing from its place) at its key;
+a problem with a *value* at the value — except a block collection, which starts on the line after
+its key, where the key is shown.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from importlib import resources
-from typing import Any
-
-import jsonschema
+from typing import Any, Callable
 
 from skillctl.skill.diagnostics import Diagnostic
 from skillctl.skill.document import SkillDocument
-from skillctl.versioning import SEMVER_RE, SemVer
-from skillctl.errors import VersionError
+from skillctl.skill.profiles import PROFILES, SPEC_FIELDS, STRING, Profile, kind_matches
 
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
-ALLOWED_FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
+ALLOWED_FIELDS = SPEC_FIELDS
+# "1.0" is the spec's own example of metadata.version; it reads as 1.0.0 wherever SemVer is needed.
+MAJOR_MINOR_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)$")
+# Fields people put at the top level that belong under metadata.
+_METADATA_FIELDS = ("version", "author", "tags")
 
 
 @lru_cache(maxsize=1)
 def frontmatter_schema() -> dict[str, Any]:
     text = resources.files("skillctl.skill").joinpath("schemas/frontmatter.schema.json").read_text("utf-8")
     return json.loads(text)
-
-
-@lru_cache(maxsize=1)
-def _validator() -> jsonschema.protocols.Validator:
-    schema = frontmatter_schema()
-    cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
-    return cls(schema)
 
 
 def _type_name(value: Any) -> str:
@@ -76,98 +77,165 @@ def name_problems(name: str) -> list[tuple[str, str]]:
     return out
 
 
-def check_front_matter(doc: SkillDocument, folder_name: str | None, shown: str) -> list[Diagnostic]:
+def _text_problem(value: Any, limit: int) -> str | None:
+    """What is wrong with a required-non-blank text value: None, 'long', or what it is instead."""
+    if not isinstance(value, str):
+        return _type_name(value)
+    if len(value) > limit:
+        return "long"
+    if not value.strip():
+        return "blank text"
+    return None
+
+
+def _others_documenting(field: str, profile: Profile) -> list[str]:
+    return [p.title for p in PROFILES.values() if p is not profile and field in p.fields]
+
+
+def check_front_matter(doc: SkillDocument, folder_name: str | None, shown: str, profile: Profile | None = None) -> list[Diagnostic]:
     """All front-matter diagnostics for ``doc``; ``folder_name`` None skips the folder check."""
+    profile = profile or PROFILES["spec"]
     meta = doc.metadata
     diags: list[Diagnostic] = []
 
-    reported: set[tuple[str, str, str]] = set()
-
-    def at(code: str, message: str, key: str) -> None:
-        # One value can fail several schema keywords (an empty name fails minLength and
-        # pattern, with the same message): the author needs to hear about it once.
-        if (code, key, message) in reported:
-            return
-        reported.add((code, key, message))
-        loc = doc.where(key)
+    def at(code: str, message: str, key: str, where: Callable[[str], Any] = doc.where) -> None:
+        loc = where(key)
         diags.append(Diagnostic(code, message, shown, loc.line, loc.column))
 
-    for err in sorted(_validator().iter_errors(meta), key=lambda e: (list(map(str, e.path)), e.validator)):
-        path = [str(p) for p in err.absolute_path]
-        field = path[0] if path else ""
-        value = err.instance
-        v = err.validator
-        if v == "required":
-            continue  # reported per field below, in a stable order
-        elif v == "additionalProperties" and not path:
-            for extra in sorted(set(map(str, meta)) - set(ALLOWED_FIELDS)):
-                hint = " (put custom data under metadata:)" if extra not in ("version", "author", "tags") else (
-                    f" (move it to metadata.{extra})"
-                )
-                at("SK161", f"unknown field '{extra}'; the spec allows only {', '.join(ALLOWED_FIELDS)}{hint}", extra)
-        elif field == "name":
-            if v in ("type", "minLength") or (v == "pattern" and isinstance(value, str) and not value.strip()):
-                at("SK102", f"name must be a non-empty string, got {_type_name(value) if v == 'type' else 'an empty string'}", "name")
-            elif v in ("maxLength", "pattern"):
-                pass  # reported once, in detail, below
-        elif field == "description":
-            if v == "maxLength":
-                at("SK113", f"description is {len(value)} characters long; the limit is {MAX_DESCRIPTION} — move detail into the body", "description")
-            else:
-                what = _type_name(value) if v == "type" else "blank text"
-                at("SK112", f"description must be a non-empty string saying what the skill does and when to use it, got {what}", "description")
-        elif field == "compatibility":
-            if v == "maxLength":
-                at("SK122", f"compatibility is {len(value)} characters long; the limit is {MAX_COMPATIBILITY}", "compatibility")
-            else:
-                what = _type_name(value) if v == "type" else "blank text"
-                at("SK121", f"compatibility must be a non-empty string, got {what}", "compatibility")
-        elif field == "metadata":
-            if len(path) == 1:
-                at("SK131", f"metadata must be a mapping of string keys to string values, got {_type_name(value)}", "metadata")
-            else:
-                key = path[1]
-                at(
-                    "SK132",
-                    f"metadata.{key} must be a string, got {_type_name(value)}"
-                    + (f"; quote it: {key}: \"{value}\"" if isinstance(value, (int, float)) and not isinstance(value, bool) else ""),
-                    f"metadata.{key}",
-                )
-        elif field == "allowed-tools":
-            at("SK141", f"allowed-tools must be one space-separated string (e.g. \"Bash Read\"), got {_type_name(value)}", "allowed-tools")
-        elif field == "license":
-            at("SK151", f"license must be a string (a license name or a bundled file), got {_type_name(value)}", "license")
-        else:  # pragma: no cover - a schema keyword we did not map is a bug in this module
-            at("SK161", f"front matter problem at '{'.'.join(path)}': {err.message}", field or "name")
+    allowed = profile.allowed_fields()
+    for key in meta:
+        skey = str(key)
+        if isinstance(key, str) and key in allowed:
+            continue
+        if skey in _METADATA_FIELDS:
+            hint = f" (move it to metadata.{skey}" + ("; skillctl validate --fix does" if skey == "version" else "") + ")"
+        else:
+            others = _others_documenting(skey, profile)
+            hint = f" ({' and '.join(others)} document{'s' * (len(others) == 1)} it: check with --profile)" if others else (
+                " (put custom data under metadata:)"
+            )
+        where = "the spec allows only" if profile.name == "spec" else f"{profile.title} documents only"
+        at("SK161", f"unknown field '{skey}'; {where} {', '.join(allowed)}{hint}", skey, doc.key_at)
 
     for missing, code in (("name", "SK101"), ("description", "SK111")):
         if missing not in meta:
             diags.append(Diagnostic(code, f"required field '{missing}' is missing from the front matter", shown, 1, 1))
 
-    # metadata keys that are not strings (YAML allows `1: x`); JSON Schema only sees str keys
-    md = meta.get("metadata")
-    if isinstance(md, dict):
-        for k in md:
-            if not isinstance(k, str):
-                at("SK132", f"metadata key {k!r} must be a string; quote it", "metadata")
-    # Non-string top-level keys (`1: x`) need no check of their own: additionalProperties
-    # already reports them above as unknown fields, at their own line.
-
-    name = meta.get("name")
-    if isinstance(name, str) and name.strip():
-        for code, message in name_problems(name):
-            at(code, message, "name")
-        if folder_name is not None and name != folder_name:
-            at("SK107", f"name '{name}' must equal the folder name '{folder_name}'; rename one of them", "name")
-
-    version = md.get("version") if isinstance(md, dict) else None
-    if isinstance(version, str):
-        if not SEMVER_RE.match(version):
-            at("SK241", f"metadata.version '{version}' is not SemVer (MAJOR.MINOR.PATCH, e.g. 1.0.0)", "metadata.version")
+    if "name" in meta:
+        name = meta["name"]
+        if not isinstance(name, str) or not name.strip():
+            got = _type_name(name) if not isinstance(name, str) else "an empty string"
+            at("SK102", f"name must be a non-empty string, got {got}", "name")
         else:
-            try:
-                SemVer.parse(version)
-            except VersionError as exc:
-                at("SK241", str(exc), "metadata.version")
+            for code, message in name_problems(name):
+                at(code, message, "name")
+            if folder_name is not None and name != folder_name:
+                at("SK107", f"name '{name}' must equal the folder name '{folder_name}'; rename one of them", "name")
+
+    if "description" in meta:
+        problem = _text_problem(meta["description"], MAX_DESCRIPTION)
+        if problem == "long":
+            n = len(meta["description"])
+            at("SK113", f"description is {n} characters long; the limit is {MAX_DESCRIPTION} — move detail into the body", "description")
+            if not meta["description"].strip():
+                problem = "blank text"
+        if problem and problem != "long":
+            at("SK112", f"description must be a non-empty string saying what the skill does and when to use it, got {problem}", "description")
+
+    if "compatibility" in meta:
+        problem = _text_problem(meta["compatibility"], MAX_COMPATIBILITY)
+        if problem == "long":
+            at("SK122", f"compatibility is {len(meta['compatibility'])} characters long; the limit is {MAX_COMPATIBILITY}", "compatibility")
+            if not meta["compatibility"].strip():
+                problem = "blank text"
+        if problem and problem != "long":
+            at("SK121", f"compatibility must be a non-empty string, got {problem}", "compatibility")
+
+    if "metadata" in meta:
+        diags += _metadata_checks(doc, meta["metadata"], shown, profile)
+
+    if "allowed-tools" in meta and not kind_matches(meta["allowed-tools"], profile.allowed_tools):
+        value = meta["allowed-tools"]
+        hint = ""
+        if isinstance(value, list) and profile.allowed_tools == STRING:
+            hint = " (Claude Code also reads a YAML list: --profile claude-code; skillctl validate --fix joins it)"
+        what = "one space-separated string (e.g. \"Bash Read\")" if profile.allowed_tools == STRING else "a string or a list of strings"
+        at("SK141", f"allowed-tools must be {what}, got {_type_name(value)}{hint}", "allowed-tools")
+
+    if "license" in meta and not isinstance(meta["license"], str):
+        at("SK151", f"license must be a string (a license name or a bundled file), got {_type_name(meta['license'])}", "license")
+
+    for key, kind in sorted(profile.fields.items()):
+        if key in meta and not kind_matches(meta[key], kind):
+            value = meta[key]
+            hint = ""
+            if kind == STRING and isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
+                hint = f"; the brackets made it a YAML list — quote it: {key}: \"[{value[0]}]\""
+            at("SK162", f"{key} must be a {kind} for {profile.title}, got {_type_name(value)}{hint}", key)
     return diags
 
+
+def _metadata_checks(doc: SkillDocument, md: Any, shown: str, profile: Profile) -> list[Diagnostic]:
+    diags: list[Diagnostic] = []
+
+    def at(code: str, message: str, loc: Any) -> None:
+        diags.append(Diagnostic(code, message, shown, loc.line, loc.column))
+
+    if not isinstance(md, dict):
+        at("SK131", f"metadata must be a mapping of string keys to string values, got {_type_name(md)}", doc.where("metadata"))
+        return diags
+    for k, v in md.items():
+        if not isinstance(k, str):
+            # YAML allows `1: x`; the spec's map has string keys
+            at("SK132", f"metadata key {k!r} must be a string; quote it", doc.key_at(f"metadata.{k}"))
+            continue
+        if isinstance(v, dict) and k in profile.metadata_mappings:
+            continue
+        documented = profile.metadata_fields.get(k)
+        if isinstance(v, str):
+            if documented and len(v) > documented[1]:
+                at("SK162", f"metadata.{k} is {len(v)} characters long; {profile.title} reads at most {documented[1]}", doc.where(f"metadata.{k}"))
+            continue
+        message = f"metadata.{k} must be a string, got {_type_name(v)}"
+        written = doc.plain_text.get(f"metadata.{k}")
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and written is not None:
+            message += f"; quote it: {k}: \"{written}\" (skillctl validate --fix does)"
+        elif isinstance(v, dict) and profile.name == "spec":
+            hint = [p.title for p in PROFILES.values() if p.metadata_mappings and k in p.metadata_mappings]
+            if hint:
+                message += f" ({' and '.join(hint)} read{'s' * (len(hint) == 1)} it: check with --profile)"
+        at("SK132", message, doc.where(f"metadata.{k}"))
+
+    version = md.get("version")
+    if isinstance(version, str):
+        diags += _version_checks(doc, version, shown)
+    return diags
+
+
+def _version_checks(doc: SkillDocument, version: str, shown: str) -> list[Diagnostic]:
+    loc = doc.where("metadata.version")
+    if MAJOR_MINOR_RE.match(version):
+        return [
+            Diagnostic(
+                "SK301",
+                f"metadata.version '{version}' is read as {version}.0 where a SemVer is needed (pack, publish); "
+                f"write \"{version}.0\" to say so exactly",
+                shown,
+                loc.line,
+                loc.column,
+            )
+        ]
+    # versioning imports packaging; only a version that needs a closer look pays for it
+    from skillctl.errors import VersionError
+    from skillctl.versioning import SEMVER_RE, SemVer
+
+    if not SEMVER_RE.match(version):
+        hint = f"; drop the leading 'v': {version[1:]}" if version[:1] in "vV" and SEMVER_RE.match(version[1:]) else ""
+        message = f"metadata.version '{version}' is not SemVer (MAJOR.MINOR.PATCH, e.g. 1.0.0){hint}"
+    else:
+        try:
+            SemVer.parse(version)
+            return []
+        except VersionError as exc:
+            message = str(exc)
+    return [Diagnostic("SK241", message, shown, loc.line, loc.column)]

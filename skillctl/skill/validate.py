@@ -10,17 +10,20 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Sequence
 
 from skillctl.env.imports import check_folder
 from skillctl.errors import SkillError
 from skillctl.skill.diagnostics import Diagnostic
+from skillctl.skill.discovery import Excludes, SearchLimits, discover
 from skillctl.skill.document import MAX_SKILL_MD_BYTES, SkillDocument, parse_skill_md
-from skillctl.skill.files import MAX_DEPTH, scan_folder
-from skillctl.skill.ignore import is_junk, load_ignore_rules
+from skillctl.skill.files import scan_folder
+from skillctl.skill.ignore import load_ignore_rules
 from skillctl.skill.model import Skill
-from skillctl.skill.references import depth, find_references
+from skillctl.skill.profiles import Profile, get_profile
+from skillctl.skill.refcheck import check_references
 from skillctl.skill.rules import check_front_matter
+from skillctl.skill.scripts import check_scripts
 from skillctl.tokens import estimate_tokens
 
 SKILL_MD = "SKILL.md"
@@ -34,6 +37,8 @@ class SkillReport:
     name: str | None
     diagnostics: tuple[Diagnostic, ...]
     skill: Skill | None = None
+    is_skill: bool = True  # False: a note about the search for skills, not a skill
+
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -42,6 +47,10 @@ class SkillReport:
     @property
     def warnings(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.severity == "warning"]
+
+    @property
+    def notes(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "info"]
 
     def valid(self, strict: bool = False) -> bool:
         return not self.errors and not (strict and self.warnings)
@@ -85,7 +94,7 @@ def _read_skill_md(folder: Path, shown: str) -> tuple[bytes | None, str, list[Di
         return None, md_shown, [Diagnostic("SK011", f"cannot read SKILL.md: {exc.strerror or exc}", md_shown)]
 
 
-def _body_checks(doc: SkillDocument, md_shown: str, files: frozenset[str], dirs: frozenset[str]) -> list[Diagnostic]:
+def _body_checks(doc: SkillDocument, md_shown: str) -> list[Diagnostic]:
     diags: list[Diagnostic] = []
     body = doc.body
     lines = body.rstrip("\n").split("\n") if body.strip() else []
@@ -101,30 +110,16 @@ def _body_checks(doc: SkillDocument, md_shown: str, files: frozenset[str], dirs:
         diags.append(
             Diagnostic("SK202", f"body is about {tokens:,} tokens; keep it under {MAX_BODY_TOKENS:,} and move detail into references/", md_shown, doc.body_start_line, 1)
         )
-    reported: set[tuple[str, str]] = set()
-    for ref in find_references(body):
-        line, col = doc.body_start_line + ref.line, ref.column + 1
-        if ref.escapes:
-            key = ("SK213", ref.raw)
-            if key not in reported:
-                diags.append(Diagnostic("SK213", f"reference '{ref.raw}' points outside the skill folder; it will not exist once the skill is installed", md_shown, line, col))
-                reported.add(key)
-            continue
-        if ref.target not in files and ref.target not in dirs:
-            key = ("SK211", ref.target)
-            if key not in reported:
-                diags.append(Diagnostic("SK211", f"referenced file '{ref.target}' does not exist in the skill (or is excluded by .skillignore)", md_shown, line, col))
-                reported.add(key)
-        elif depth(ref.target) > 1:
-            key = ("SK212", ref.target)
-            if key not in reported:
-                diags.append(Diagnostic("SK212", f"reference '{ref.target}' is {depth(ref.target)} folders deep; the spec recommends one level (e.g. references/file.md)", md_shown, line, col))
-                reported.add(key)
     return diags
 
 
-def check_skill(folder: Path, shown: str | None = None) -> SkillReport:
-    """Every problem with the skill in ``folder``; never raises for bad content."""
+def check_skill(folder: Path, shown: str | None = None, profile: Profile | str = "spec") -> SkillReport:
+    """Every problem with the skill in ``folder``; never raises for bad content.
+
+    ``profile`` names the client whose documented front-matter extensions are accepted
+    (``skillctl.skill.profiles``); the default, ``spec``, accepts the specification's fields only.
+    """
+    profile = get_profile(profile) if isinstance(profile, str) else profile
     shown = shown if shown is not None else str(folder)
     raw, md_shown, diags = _read_skill_md(folder, shown)
     if raw is None:
@@ -140,11 +135,15 @@ def check_skill(folder: Path, shown: str | None = None) -> SkillReport:
         # abspath, not .name: `validate ..` or `validate .` must compare against the real folder
         # name ("..".name is ".."); and not resolve(): a symlinked skill is named by its link.
         folder_name = Path(os.path.abspath(folder)).name
-        diags += check_front_matter(doc, folder_name, md_shown)
-        diags += _body_checks(doc, md_shown, scan.paths, frozenset(scan.dirs))
+        diags += check_front_matter(doc, folder_name, md_shown, profile)
+        diags += _body_checks(doc, md_shown)
         diags += [Diagnostic(*found) for found in check_folder(folder, shown, scan.paths, folder_name)]
         raw_name = doc.metadata.get("name")
         name = raw_name if isinstance(raw_name, str) else None
+        if doc.body.strip():
+            refs = check_references(folder, shown, doc.body, doc.body_start_line, scan.paths, frozenset(scan.dirs), name or folder_name)
+            diags += refs.diagnostics
+            diags += check_scripts(folder, shown, scan.files, refs.executed, refs.interpreted)
         if not any(d.severity == "error" for d in diags):
             m = doc.metadata
             skill = Skill(
@@ -173,93 +172,31 @@ def load_skill(folder: Path) -> Skill:
     return report.skill
 
 
-# ------------------------------------------------------------------------------ discovery
-
-
-def _has_skill_md(path: Path) -> bool:
-    try:
-        return any(n.lower() == "skill.md" for n in os.listdir(path))
-    except OSError:
-        return False
-
-
-def discover(path: Path) -> Iterator[tuple[Path | None, str, Diagnostic | None]]:
-    """Skill folders under ``path`` as (folder, shown, None), or (None, shown, problem).
-
-    ``path`` may be a SKILL.md, a skill folder, or a folder of skills at any depth. Skill folders
-    are not searched for nested skills; hidden and junk folders are skipped; symbolic links are
-    not followed below the given path (no loops).
-    """
-    shown = str(path)
-    try:
-        st = path.stat()  # follows the link the user named explicitly
-    except OSError as exc:
-        if exc.errno == 40:  # ELOOP
-            yield None, shown, Diagnostic("SK012", "path is a symbolic-link loop", shown)
-        elif isinstance(exc, FileNotFoundError):
-            yield None, shown, Diagnostic("SK012", "no such file or folder", shown)
-        else:
-            yield None, shown, Diagnostic("SK011", f"cannot access: {exc.strerror or exc}", shown)
-        return
-    import stat as _stat
-
-    if not _stat.S_ISDIR(st.st_mode):
-        if path.name.lower() == "skill.md":
-            parent = path.parent
-            yield parent, str(parent) if str(path) != path.name else ".", None
-        else:
-            yield None, shown, Diagnostic("SK012", "not a skill: give a skill folder, its SKILL.md, or a folder of skills", shown)
-        return
-    if _has_skill_md(path):
-        yield path, shown, None
-        return
-    # The walk below is a stack; results are buffered and yielded sorted by path components
-    # (skills/a before skills/b before skills/group/c), so output and pack order are predictable.
-    found: list[tuple[Path | None, str, Diagnostic | None]] = []
-    stack: list[tuple[Path, int]] = [(path, 0)]
-    while stack:
-        current, level = stack.pop()
-        try:
-            children = sorted(os.scandir(current), key=lambda e: e.name, reverse=True)
-        except OSError as exc:
-            found.append((None, str(current), Diagnostic("SK011", f"cannot list folder: {exc.strerror or exc}", str(current))))
-            continue
-        for entry in children:
-            if entry.name.startswith(".") or is_junk(entry.name, True):
-                continue
-            try:
-                if not entry.is_dir(follow_symlinks=False):
-                    continue
-            except OSError:
-                continue
-            child = Path(entry.path)
-            if _has_skill_md(child):
-                found.append((child, str(child), None))
-            elif level + 1 < MAX_DEPTH:
-                stack.append((child, level + 1))
-    yield from sorted(found, key=lambda item: Path(item[1]).parts)
-    # "no skills found" only when the search really happened: if ``path`` itself could not be
-    # listed, the SK011 above says everything.
-    if not any(folder is not None or where == str(path) for folder, where, _ in found):
-        yield None, shown, Diagnostic("SK012", "no skills found: no folder here contains a SKILL.md", shown)
-
-
-def validate_paths(paths: list[Path]) -> list[SkillReport]:
-    """Reports for every skill found under ``paths``, in a stable order, each skill once."""
+def validate_paths(
+    paths: list[Path],
+    *,
+    exclude: Sequence[str] = (),
+    profile: Profile | str = "spec",
+    limits: SearchLimits = SearchLimits(),
+) -> list[SkillReport]:
+    """Reports for every skill found under ``paths``, in a stable order, each skill once; a
+    problem or note about the search itself is a report of its own (``is_skill`` False)."""
+    profile = get_profile(profile) if isinstance(profile, str) else profile
+    excludes = Excludes(exclude)
     reports: list[SkillReport] = []
     seen: set[str] = set()
     for p in paths:
-        for folder, shown, problem in discover(p):
+        for folder, shown, problem in discover(p, excludes, limits):
             if problem is not None:
                 key = f"problem:{problem.code}:{shown}"  # `validate x x` reports a bad x once
                 if key not in seen:
                     seen.add(key)
-                    reports.append(SkillReport(shown, None, (problem,)))
+                    reports.append(SkillReport(shown, None, (problem,), is_skill=problem.severity == "error"))
                 continue
             assert folder is not None
             key = str(folder.resolve())
             if key in seen:
                 continue
             seen.add(key)
-            reports.append(check_skill(folder, shown))
+            reports.append(check_skill(folder, shown, profile))
     return reports  # in argument order; discover() sorts the skills within each argument

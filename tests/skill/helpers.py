@@ -113,9 +113,8 @@ def run_cli_as_nobody(args: Iterable[str], cwd: Path) -> dict:
     import skillctl.cli.init  # noqa: F401 - imported before dropping privileges
     import skillctl.cli.validate  # noqa: F401
     from skillctl.cli import cli
-    from skillctl.skill.rules import _validator
-
-    _validator()  # builds the jsonschema validator (lazy imports inside jsonschema)
+    import skillctl.skill.validate  # noqa: F401
+    import skillctl.versioning  # noqa: F401 - imported lazily by the version rule
     import click._textwrap  # noqa: F401 - click imports it lazily when it formats usage errors
     read_fd, write_fd = os.pipe()
     pid = os.fork()

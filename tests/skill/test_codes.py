@@ -17,8 +17,9 @@ import pytest
 
 from skillctl.skill.diagnostics import CODES
 from skillctl.skill.document import MAX_SKILL_MD_BYTES
+from skillctl.skill.discovery import MAX_SEARCH_DEPTH, MAX_SEARCH_FOLDERS
 from skillctl.skill.files import LARGE_FILE, MAX_DEPTH, MAX_ENTRIES
-from skillctl.skill.validate import check_skill
+from skillctl.skill.validate import check_skill, validate_paths
 
 from .helpers import BODY, DESCRIPTION, check, front_matter, make_skill, nest, only, script, touch_many, with_code
 
@@ -38,7 +39,9 @@ class Case:
     count: int = 1  # diagnostics with this code expected from ``build``
     # check_skill: the library entry point pack/publish use on one folder. `validate` only
     # checks folders that hold a SKILL.md (others are searched for skills), so SK001 is seen here.
+    # "search": the code is about the search for skills (a report of its own, not a skill's).
     api: str = "validate"
+    profile: str = "spec"
 
 
 def skill(**kw) -> Build:
@@ -150,6 +153,34 @@ def _deep_path(levels: int) -> str:
     return "/".join(["d"] * levels)
 
 
+def _repo_with_folders(count: int) -> Build:
+    def build(root: Path) -> str:
+        make_skill(root / "repo", name="top")  # one folder
+        touch_dirs(root / "repo" / "data", count - 2)  # data/ is another
+        return "repo"
+
+    return build
+
+
+def _repo_with_skill_at_depth(levels: int) -> Build:
+    def build(root: Path) -> str:
+        make_skill(root / "repo", name="top")
+        make_skill(root / "repo" / _deep_path(levels - 1), name="deep")
+        return "repo"
+
+    return build
+
+
+def touch_dirs(folder: Path, count: int) -> None:
+    folder.mkdir(parents=True)
+    for i in range(count):
+        (folder / f"d{i:05d}").mkdir()
+
+
+RUN_BODY = "\n# Demo\n\n```sh\nscripts/go.py --input data.csv\n```\n"  # runs scripts/go.py directly
+CHAIN_BODY = "\n# Demo\n\nSee [the notes](references/notes.md).\n"
+
+
 NAME65 = "a" * 65
 REF_BODY = "\n# Demo\n\nRun `scripts/go.sh` now.\n"  # the reference: line 8, column 6
 LINK_BODY = "\n# Demo\n\nSee [notes]({target}) first.\n"  # link target: line 8, column 13
@@ -190,9 +221,26 @@ CASES: list[Case] = [
     Case("SK131", skill(front_matter_text=fm("metadata: just text\n")), skill(front_matter_text=fm("metadata:\n  author: me\n")), "demo/SKILL.md", 4, 11),
     Case("SK132", skill(front_matter_text=fm("metadata:\n  build: 7\n")), skill(front_matter_text=fm('metadata:\n  build: "7"\n')), "demo/SKILL.md", 5, 10),
     Case("SK132", skill(front_matter_text=fm("metadata:\n  1: one\n  2: two\n")), skill(front_matter_text=fm('metadata:\n  "1": one\n  "2": two\n')), "demo/SKILL.md", 5, 3, case_id="SK132-keys", count=2),
-    Case("SK141", skill(front_matter_text=fm("allowed-tools:\n  - Bash\n  - Read\n")), skill(front_matter_text=fm("allowed-tools: Bash Read\n")), "demo/SKILL.md", 5, 3),
+    # a block list starts on the line after its key: the key's line is where the value is
+    Case("SK141", skill(front_matter_text=fm("allowed-tools:\n  - Bash\n  - Read\n")), skill(front_matter_text=fm("allowed-tools: Bash Read\n")), "demo/SKILL.md", 4, 1),
+    Case("SK141", skill(front_matter_text=fm("allowed-tools: [Bash, Read]\n")), skill(front_matter_text=fm("allowed-tools: Bash Read\n")), "demo/SKILL.md", 4, 16, case_id="SK141-flow"),
     Case("SK151", skill(front_matter_text=fm("license: 2\n")), skill(front_matter_text=fm("license: Apache-2.0\n")), "demo/SKILL.md", 4, 10),
-    Case("SK161", skill(front_matter_text=fm("version: 1.0.0\n")), skill(front_matter_text=fm('metadata:\n  version: "1.0.0"\n')), "demo/SKILL.md", 4, 10),
+    # an unknown field is shown at its key, whatever its value looks like
+    Case("SK161", skill(front_matter_text=fm("version: 1.0.0\n")), skill(front_matter_text=fm('metadata:\n  version: "1.0.0"\n')), "demo/SKILL.md", 4, 1),
+    Case("SK161", skill(front_matter_text=fm("requires:\n  mcp:\n    - rube\n")), skill(), "demo/SKILL.md", 4, 1, case_id="SK161-block"),
+    Case("SK161", skill(front_matter_text=fm("argument-hint: [file]\n")), skill(), "demo/SKILL.md", 4, 1, case_id="SK161-flow"),
+    Case(
+        "SK162",
+        skill(front_matter_text=fm('disable-model-invocation: "yes"\n')),
+        skill(front_matter_text=fm("disable-model-invocation: true\n")),
+        "demo/SKILL.md", 4, 27, profile="claude-code",
+    ),
+    Case(
+        "SK162",
+        skill(front_matter_text=fm("metadata:\n  short-description: " + "s" * 1025 + "\n")),
+        skill(front_matter_text=fm("metadata:\n  short-description: " + "s" * 1024 + "\n")),
+        "demo/SKILL.md", 5, 22, profile="codex", case_id="SK162-codex-length",
+    ),
     # --- SK2xx: warnings (what the spec recommends, packaging hygiene)
     Case("SK201", skill(body="line\n" * 501), skill(body="line\n" * 500), "demo/SKILL.md", 5 + 500, 1),
     Case("SK202", skill(body="t" * (5001 * 4)), skill(body="t" * (5000 * 4)), "demo/SKILL.md", 5, 1),
@@ -201,11 +249,19 @@ CASES: list[Case] = [
     Case("SK204", skill(skill_md=b"\xef\xbb\xbf" + ("---\n" + fm() + "---\n" + BODY).encode()), skill(), "demo/SKILL.md", 1, 1),
     Case("SK211", skill(body=REF_BODY), skill(body=REF_BODY, files={"scripts/go.sh": script()}), "demo/SKILL.md", 8, 6),
     Case("SK211", skill(body=LINK_BODY.format(target="references/notes.md")), skill(body=LINK_BODY.format(target="references/notes.md"), files={"references/notes.md": "# Notes\n"}), "demo/SKILL.md", 8, 13, case_id="SK211-link"),
-    Case("SK212", skill(body=LINK_BODY.format(target="references/v2/notes.md"), files={"references/v2/notes.md": "# N\n"}), skill(body=LINK_BODY.format(target="references/notes.md"), files={"references/notes.md": "# N\n"}), "demo/SKILL.md", 8, 13),
+    # a chain: SKILL.md → notes.md → more.md (line 3, column 5 of notes.md); folder depth alone is fine
+    Case(
+        "SK212",
+        skill(body=CHAIN_BODY, files={"references/notes.md": "# N\n\nAlso [more](more.md).\n", "references/more.md": "# M\n"}),
+        skill(body=CHAIN_BODY + "And [more](references/more.md).\n", files={"references/notes.md": "# N\n\nAlso [more](more.md).\n", "references/more.md": "# M\n"}),
+        "demo/references/notes.md", 3, 13,
+    ),
     Case("SK213", skill(body=LINK_BODY.format(target="../shared/notes.md")), skill(body=LINK_BODY.format(target="shared/notes.md"), files={"shared/notes.md": "# N\n"}), "demo/SKILL.md", 8, 13),
     Case("SK213", skill(body=LINK_BODY.format(target="/etc/notes.md")), skill(body=LINK_BODY.format(target="etc/notes.md"), files={"etc/notes.md": "# N\n"}), "demo/SKILL.md", 8, 13, case_id="SK213-absolute"),
-    Case("SK221", skill(files={"scripts/go.py": ("print('hi')\n", 0o755)}), skill(files={"scripts/go.py": script("#!/usr/bin/env python3\nprint('hi')\n")}), "demo/scripts/go.py", 1, 1),
+    # only a file the instructions run directly needs a shebang
+    Case("SK221", skill(body=RUN_BODY, files={"scripts/go.py": ("print('hi')\n", 0o755)}), skill(body=RUN_BODY, files={"scripts/go.py": script("#!/usr/bin/env python3\nprint('hi')\n")}), "demo/scripts/go.py", 1, 1),
     Case("SK222", skill(files={"scripts/go.sh": ("#!/bin/sh\necho ok\n", 0o644)}), skill(files={"scripts/go.sh": script()}), "demo/scripts/go.sh", 0),
+    Case("SK222", skill(body=RUN_BODY, files={"scripts/go.py": ("#!/usr/bin/env python3\n", 0o644)}), skill(body=RUN_BODY, files={"scripts/go.py": script("#!/usr/bin/env python3\n")}), "demo/scripts/go.py", 0, case_id="SK222-run-directly"),
     Case("SK231", _with_symlink(True), _with_symlink(False), "demo/alias.md", 0),
     Case("SK232", _with_large_file(LARGE_FILE + 1), _with_large_file(LARGE_FILE), "demo/assets/big.bin", 0),
     Case("SK233", skill(files={".DS_Store": b"\x00\x00\x00\x01Bud1"}), skill(), "demo/.DS_Store", 0),
@@ -214,14 +270,18 @@ CASES: list[Case] = [
     Case("SK234", _with_fifo("fifo"), _with_fifo("file"), "demo/pipe", 0),
     Case("SK235", _nested(MAX_DEPTH + 1), _nested(MAX_DEPTH), "demo/" + _deep_path(MAX_DEPTH + 1), 0),
     Case("SK236", _entries(MAX_ENTRIES + 1), _entries(MAX_ENTRIES), "demo", 0),
-    Case("SK241", skill(front_matter_text=fm('metadata:\n  version: "1.0"\n')), skill(front_matter_text=fm('metadata:\n  version: "1.0.0"\n')), "demo/SKILL.md", 5, 12),
+    Case("SK237", _repo_with_folders(MAX_SEARCH_FOLDERS + 1), _repo_with_folders(MAX_SEARCH_FOLDERS), "repo", 0, api="search"),
+    Case("SK241", skill(front_matter_text=fm('metadata:\n  version: "v1.0.0"\n')), skill(front_matter_text=fm('metadata:\n  version: "1.0.0"\n')), "demo/SKILL.md", 5, 12),
+    Case("SK241", skill(front_matter_text=fm('metadata:\n  version: "1.0.0-preview"\n')), skill(front_matter_text=fm('metadata:\n  version: "1.0.0-rc.1"\n')), "demo/SKILL.md", 5, 12, case_id="SK241-pre-release"),
     Case("SK251", skill(files={"scripts/go.py": script("#!/usr/bin/env python3\nimport json\nimport yaml\n")}),
          skill(files={"scripts/go.py": script("#!/usr/bin/env python3\n# /// script\n# dependencies = [\"pyyaml\"]\n# ///\nimport json\nimport yaml\n")}),
          "demo/scripts/go.py", 3, 1),
     Case("SK252", skill(files={"scripts/go.py": script("#!/usr/bin/env python3\nimport json\n"), "requirements.txt": ("-e .\n", 0o644)}),
          skill(files={"scripts/go.py": script("#!/usr/bin/env python3\nimport json\n"), "requirements.txt": ("six\n", 0o644)}),
          "demo", 0),
-    Case("SK241", skill(front_matter_text=fm('metadata:\n  version: "v1.0.0"\n')), skill(front_matter_text=fm('metadata:\n  version: "1.0.0"\n')), "demo/SKILL.md", 5, 12, case_id="SK241-v-prefix"),
+    # --- SK3xx: notes
+    Case("SK301", skill(front_matter_text=fm('metadata:\n  version: "1.0"\n')), skill(front_matter_text=fm('metadata:\n  version: "1.0.0"\n')), "demo/SKILL.md", 5, 12),
+    Case("SK302", _repo_with_skill_at_depth(MAX_SEARCH_DEPTH + 1), _repo_with_skill_at_depth(MAX_SEARCH_DEPTH), "repo", 0, api="search"),
 ]
 
 
@@ -231,8 +291,14 @@ def _ids(case: Case) -> str:
 
 def _run(case: Case, path: str):
     if case.api == "check_skill":
-        return check_skill(Path(path), path)
-    return only(check(path))
+        return check_skill(Path(path), path, case.profile)
+    reports = validate_paths([Path(path)], profile=case.profile)
+    if case.api == "search":
+        notes = [r for r in reports if not r.is_skill]
+        if notes:
+            return only(notes)
+        return only([r for r in reports if r.name != "top"] or reports)
+    return only(reports)
 
 
 @pytest.mark.parametrize("case", CASES, ids=_ids)
@@ -250,8 +316,10 @@ def test_code_is_reported_at_its_location(case: Case, in_tmp: Path) -> None:
     if severity == "error":
         assert not report.valid(), "an error must make the skill invalid"
         assert report.skill is None
-    else:
+    elif severity == "warning":
         assert not report.valid(strict=True), "a warning must fail --strict"
+    else:
+        assert report.valid(strict=True), "a note never fails, not even --strict"
 
 
 @pytest.mark.parametrize("case", CASES, ids=_ids)
@@ -273,6 +341,6 @@ def test_every_code_has_a_case() -> None:
 def test_codes_are_stable_and_well_formed() -> None:
     for code, (severity, title) in CODES.items():
         assert len(code) == 5 and code.startswith("SK") and code[2:].isdigit(), code
-        # SK0xx/SK1xx are errors (the spec forbids), SK2xx warnings (it recommends)
-        assert severity == ("warning" if code[2] == "2" else "error"), code
+        # SK0xx/SK1xx are errors (the spec forbids), SK2xx warnings (it recommends), SK3xx notes
+        assert severity == {"2": "warning", "3": "info"}.get(code[2], "error"), code
         assert title and title == title.strip()

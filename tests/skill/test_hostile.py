@@ -121,12 +121,19 @@ def test_self_referencing_alias(in_tmp: Path) -> None:
     assert codes(only(check("demo"))) == ["SK005"]
 
 
-@pytest.mark.parametrize("depth", [100, 800])  # 800: past the composer's recursion limit
+@pytest.mark.parametrize("depth", [100, 800, 1100, 30000])  # libyaml refuses nesting past 1000
 def test_deeply_nested_yaml(in_tmp: Path, depth: int) -> None:
     make_skill(in_tmp, front_matter_text="name: demo\ndescription: " + "[" * depth + "]" * depth + "\n")
     found = codes(only(check("demo")))
     # shallow enough for the YAML parser: a list is not a description; deeper: refused as YAML
-    assert found == (["SK112"] if depth == 100 else ["SK005"])
+    assert found == (["SK112"] if depth <= 800 else ["SK005"])
+
+
+@pytest.mark.parametrize("depth", [900, 30000])
+def test_deeply_nested_block_yaml(in_tmp: Path, depth: int) -> None:
+    # block nesting on one line ("- - - … x"): a list, or refused by the parser past its limit
+    make_skill(in_tmp, front_matter_text="name: demo\ndescription:\n  " + "- " * depth + "x\n")
+    assert codes(only(check("demo"))) == (["SK112"] if depth == 900 else ["SK005"])
 
 
 def test_duplicate_keys_at_top_level_and_in_metadata(in_tmp: Path) -> None:
@@ -158,7 +165,11 @@ def test_folder_nested_200_levels_in_a_repo(in_tmp: Path) -> None:
     deep = nest(in_tmp / "repo", 200)
     make_skill(deep.parent, folder="d", name="d")  # a skill at the bottom, beyond the walk's depth
     make_skill(in_tmp / "repo", name="top")
-    assert [r.path for r in check("repo")] == ["repo/top"]
+    top, note = check("repo")
+    assert (top.path, top.is_skill, top.diagnostics) == ("repo/top", True, ())
+    # the search stopped at its depth limit, and says so (a note: never a failure)
+    assert (note.path, note.is_skill, codes(note), note.valid(strict=True)) == ("repo", False, ["SK302"], True)
+    assert "e.g. d/d/d/d/d/d" in note.diagnostics[0].message
 
 
 def test_skill_folder_that_is_a_symlink_loop(in_tmp: Path) -> None:

@@ -1,0 +1,235 @@
+"""Checking what a skill's Markdown refers to: missing files (SK211), reference chains (SK212),
+paths that leave the skill (SK213); and collecting which files it runs directly.
+
+SK211 reports a path only when it is clearly a file of this skill that is not there: not a
+placeholder for somebody else's folder, not an example (``path/to/file.ext``), not the user's
+own project file (``README.md``), not a word in prose. A glob counts when it matches a file.
+Each warning says what to do, with the nearest existing file when there is one (``reference/``
+vs ``references/``, ``security.md`` vs ``Security.md``, a script that lives in a sibling skill).
+
+SK212 follows the spec's advice on *chains*: "Keep file references one level deep from SKILL.md.
+Avoid deeply nested reference chains." A Markdown file SKILL.md refers to may itself refer to
+others; those others are reached through a chain unless SKILL.md refers to them directly too.
+Folder depth does not matter (``references/api/v2.md`` linked from SKILL.md is one level).
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import os
+import posixpath
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skillctl.skill.diagnostics import Diagnostic
+from skillctl.skill.references import Reference, find_references, is_glob, normalise
+
+SPEC_CHAIN_ADVICE = "Keep file references one level deep from SKILL.md. Avoid deeply nested reference chains."
+MARKDOWN = (".md", ".markdown", ".mdx")
+MAX_REFERENCED_MD_BYTES = 1024 * 1024
+# Files of the user's project that instructions talk about ("update the README.md").
+_PROJECT_FILES = frozenset(
+    {"readme", "readme.md", "changelog.md", "contributing.md", "agents.md", "claude.md", "gemini.md", "copilot-instructions.md",
+     "package.json", "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "cargo.toml", "go.mod", "makefile",
+     "dockerfile", "license", "license.md", "license.txt", ".gitignore", ".env", "tsconfig.json"}
+)
+# Example paths in instructions: path/to/file.ext, your-file.md, foo/bar, ….
+_EXAMPLE_RE = re.compile(r"(^|/)(path/to/|to/your|your[-_]?\w*|my[-_]\w+|foo|bar|baz|xxx+|\.\.\.|…)($|/|\.)", re.IGNORECASE)
+_SLASH_COMMAND_RE = re.compile(r"^/[\w-]+(:[\w-]+)?$")
+
+
+@dataclass
+class ReferenceFindings:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    # files run directly (command position in shell code) -> where first: (file shown, line, col)
+    executed: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+    # files run through an interpreter somewhere (python scripts/x.py)
+    interpreted: set[str] = field(default_factory=set)
+
+
+def _expand_braces(pattern: str) -> list[str]:
+    m = re.search(r"\{([^{}]*)\}", pattern)
+    if not m:
+        return [pattern]
+    return [x for alt in m.group(1).split(",") for x in _expand_braces(pattern[: m.start()] + alt + pattern[m.end() :])]
+
+
+def _glob_matches(pattern: str, paths: frozenset[str]) -> bool:
+    return any(fnmatch.fnmatchcase(p, pat) for pat in _expand_braces(pattern) for p in paths)
+
+
+class _Checker:
+    def __init__(self, folder: Path, shown: str, files: frozenset[str], dirs: frozenset[str], own_name: str) -> None:
+        self.folder = folder
+        self.shown = shown
+        self.files = files
+        self.dirs = dirs
+        self.own_name = own_name
+        self.top = frozenset(d for d in dirs if "/" not in d and not d.startswith("."))
+        self.found = ReferenceFindings()
+        self._lower: dict[str, str] | None = None
+
+    def shown_path(self, rel: str) -> str:
+        return f"{self.shown}/{rel}" if self.shown else rel
+
+    def exists(self, rel: str) -> bool:
+        return rel in self.files or rel in self.dirs
+
+    # --------------------------------------------------------------------------- advice
+
+    def suggestion(self, target: str) -> str:
+        if self._lower is None:
+            self._lower = {p.lower(): p for p in sorted(self.files | self.dirs)}
+        same = self._lower.get(target.lower())
+        if same:
+            return f"; it exists as '{same}' — file names are case-sensitive on Linux, fix the spelling"
+        close = difflib.get_close_matches(target, sorted(self.files | self.dirs), n=1, cutoff=0.8)
+        if close:
+            return f"; did you mean '{close[0]}'?"
+        sibling = self.sibling_with(target)
+        if sibling:
+            return f"; it exists in the sibling skill '{sibling}' — copy it into this skill (a skill is installed on its own)"
+        return "; add the file or fix the path"
+
+    def sibling_with(self, rel: str) -> str | None:
+        parent = Path(os.path.abspath(self.folder)).parent
+        try:
+            siblings = sorted(e.name for e in os.scandir(parent) if e.is_dir(follow_symlinks=False))
+        except OSError:
+            return None
+        own = Path(os.path.abspath(self.folder)).name
+        for name in siblings:
+            if name != own and (parent / name / rel).is_file():
+                return name
+        return None
+
+    # --------------------------------------------------------------------------- SKILL.md
+
+    def check_skill_md(self, body: str, md_shown: str, first_line: int) -> list[str]:
+        """SK211/SK213 for SKILL.md's references; returns the Markdown files it refers to."""
+        direct: list[str] = []
+        reported: set[tuple[str, str]] = set()
+        for ref in find_references(body, self.own_name, self.top):
+            line, col = first_line + ref.line, ref.column + 1
+            target, escapes = normalise(ref.raw)
+            if escapes:
+                if ref.kind == "link" and _SLASH_COMMAND_RE.match(ref.raw):
+                    continue  # [/deploy](/deploy): a slash command, not a file
+                if ("SK213", ref.raw) not in reported:
+                    reported.add(("SK213", ref.raw))
+                    self.found.diagnostics.append(Diagnostic("SK213", self.outside_message(ref.raw), md_shown, line, col))
+                continue
+            if not target or target == ".":
+                continue
+            self.note_use(ref, target, md_shown, line, col)
+            if self.exists(target):
+                if target.lower().endswith(MARKDOWN) and target != "SKILL.md" and target not in direct:
+                    direct.append(target)
+                continue
+            if is_glob(target):
+                if _glob_matches(target, self.files | self.dirs):
+                    continue
+                message = f"no file matches '{target}'; add the files or fix the pattern"
+            elif not self.worth_reporting(ref, target):
+                continue
+            else:
+                message = f"referenced file '{target}' does not exist in the skill{self.suggestion(target)}"
+            if ("SK211", target) not in reported:
+                reported.add(("SK211", target))
+                self.found.diagnostics.append(Diagnostic("SK211", message, md_shown, line, col))
+        return direct
+
+    def worth_reporting(self, ref: Reference, target: str) -> bool:
+        if _EXAMPLE_RE.search(target):
+            return False
+        last = target.rsplit("/", 1)[-1]
+        if ref.kind == "link":
+            return "/" in target or last.lower() not in _PROJECT_FILES
+        if ref.kind == "prose" and "." not in last:
+            return False  # "the references/citations section": a word, not a file
+        return True
+
+    def outside_message(self, raw: str) -> str:
+        target = posixpath.normpath(raw.split("#", 1)[0])
+        where = ""
+        if target.startswith("../"):
+            parts = target.split("/")
+            if len(parts) > 2 and parts[1] != ".." and (Path(os.path.abspath(self.folder)).parent / "/".join(parts[1:])).exists():
+                where = f" (it is in the sibling skill '{parts[1]}')"
+        return (
+            f"reference '{raw}' points outside the skill folder{where}; it will not exist once the skill is installed on its own "
+            "— copy the file into the skill"
+        )
+
+    def note_use(self, ref: Reference, target: str, shown: str, line: int, col: int) -> None:
+        if ref.role == "command":
+            self.found.executed.setdefault(target, (shown, line, col))
+        elif ref.role == "interpreted":
+            self.found.interpreted.add(target)
+
+    # --------------------------------------------------------------------------- chains
+
+    def follow(self, direct: list[str]) -> None:
+        """SK212 for Markdown files reached only through another referenced file; and the
+        commands those files give (they are instructions too)."""
+        first_level = set(direct) | {"SKILL.md"}
+        for rel in direct:
+            text = self.read(rel)
+            if text is None:
+                continue
+            base = posixpath.dirname(rel)
+            further: list[tuple[str, int, int]] = []
+            for ref in find_references(text, self.own_name, self.top):
+                target = self.resolve(ref, base)
+                if target is None:
+                    continue
+                self.note_use(ref, target, self.shown_path(rel), ref.line + 1, ref.column + 1)
+                if target.lower().endswith(MARKDOWN) and target not in first_level and target in self.files:
+                    if all(t != target for t, _, _ in further):
+                        further.append((target, ref.line + 1, ref.column + 1))
+            if further:
+                (first, line, col) = further[0]
+                more = ""
+                if len(further) > 1:
+                    names = ", ".join(t for t, _, _ in further[1:4]) + (", …" if len(further) > 4 else "")
+                    more = f" and {len(further) - 1} more ({names})"
+                self.found.diagnostics.append(
+                    Diagnostic(
+                        "SK212",
+                        f"'{first}'{more} can only be reached through '{rel}' (SKILL.md → {rel} → {first}); "
+                        f"the spec: \"{SPEC_CHAIN_ADVICE}\" — link {'them' if more else 'it'} from SKILL.md directly, "
+                        f"or fold {'them' if more else 'it'} into {rel}",
+                        self.shown_path(rel),
+                        line,
+                        col,
+                    )
+                )
+
+    def resolve(self, ref: Reference, base: str) -> str | None:
+        """A reference inside a referenced file → an existing path, or None. Links are relative
+        to their file (Markdown); bare paths to the skill root (the spec). Either is tried."""
+        candidates = [posixpath.join(base, ref.raw), ref.raw] if ref.kind == "link" else [ref.raw, posixpath.join(base, ref.raw)]
+        for raw in candidates:
+            target, escapes = normalise(raw)
+            if not escapes and target and self.exists(target):
+                return target
+        return None
+
+    def read(self, rel: str) -> str | None:
+        try:
+            with open(self.folder / rel, "rb") as fh:
+                return fh.read(MAX_REFERENCED_MD_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            return None
+
+
+def check_references(
+    folder: Path, shown: str, body: str, body_start_line: int, files: frozenset[str], dirs: frozenset[str], own_name: str
+) -> ReferenceFindings:
+    checker = _Checker(folder, shown, files, dirs, own_name)
+    md_shown = checker.shown_path("SKILL.md")
+    direct = checker.check_skill_md(body, md_shown, body_start_line)
+    checker.follow(direct)
+    return checker.found
