@@ -35,8 +35,12 @@ _PROJECT_FILES = frozenset(
      "package.json", "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "cargo.toml", "go.mod", "makefile",
      "dockerfile", "license", "license.md", "license.txt", ".gitignore", ".env", "tsconfig.json"}
 )
-# Example paths in instructions: path/to/file.ext, your-file.md, foo/bar, ….
-_EXAMPLE_RE = re.compile(r"(^|/)(path/to/|to/your|your[-_]?\w*|my[-_]\w+|foo|bar|baz|xxx+|\.\.\.|…)($|/|\.)", re.IGNORECASE)
+# Example paths in instructions: path/to/file.ext, your-file.md, foo/bar, references/filename.md.
+_EXAMPLE_RE = re.compile(r"(^|/)(path/to(/|$)|(your|my)([-_]\w*)?([./]|$)|(foo|bar|baz|xxx+|filename|file|name|\.\.\.|…)([./]|$))", re.IGNORECASE)
+# Placeholders inside a path: <name>, {{NAME}}, ${input:x}, $VAR, phaseN.md, module-N-x.md.
+_PLACEHOLDER_IN_PATH_RE = re.compile(r"<[^>]*>|\{\{|\$\{|\$[A-Za-z_]|%\w+%|(?<![A-Za-z])[NX](?![A-Za-z])|(?<=[a-z])[NX](?=[._-]|$)")
+# "Example: `scripts/rotate_pdf.py`", "e.g. references/finance.md": a path shown, not used.
+_EXAMPLE_CONTEXT_RE = re.compile(r"\b(e\.g\.|eg\.|examples?\b|for instance|such as|i\.e\.)", re.IGNORECASE)
 _SLASH_COMMAND_RE = re.compile(r"^/[\w-]+(:[\w-]+)?$")
 
 
@@ -53,7 +57,10 @@ def _expand_braces(pattern: str) -> list[str]:
     m = re.search(r"\{([^{}]*)\}", pattern)
     if not m:
         return [pattern]
-    return [x for alt in m.group(1).split(",") for x in _expand_braces(pattern[: m.start()] + alt + pattern[m.end() :])]
+    body = m.group(1)
+    span = re.fullmatch(r"(\w)\.\.(\w)", body)  # shell ranges: {a..i}, {1..5}
+    alts = [chr(c) for c in range(ord(span.group(1)), ord(span.group(2)) + 1)] if span else body.split(",")
+    return [x for alt in alts for x in _expand_braces(pattern[: m.start()] + alt + pattern[m.end() :])]
 
 
 def _glob_matches(pattern: str, paths: frozenset[str]) -> bool:
@@ -88,22 +95,7 @@ class _Checker:
         close = difflib.get_close_matches(target, sorted(self.files | self.dirs), n=1, cutoff=0.8)
         if close:
             return f"; did you mean '{close[0]}'?"
-        sibling = self.sibling_with(target)
-        if sibling:
-            return f"; it exists in the sibling skill '{sibling}' — copy it into this skill (a skill is installed on its own)"
         return "; add the file or fix the path"
-
-    def sibling_with(self, rel: str) -> str | None:
-        parent = Path(os.path.abspath(self.folder)).parent
-        try:
-            siblings = sorted(e.name for e in os.scandir(parent) if e.is_dir(follow_symlinks=False))
-        except OSError:
-            return None
-        own = Path(os.path.abspath(self.folder)).name
-        for name in siblings:
-            if name != own and (parent / name / rel).is_file():
-                return name
-        return None
 
     # --------------------------------------------------------------------------- SKILL.md
 
@@ -117,6 +109,8 @@ class _Checker:
             if escapes:
                 if ref.kind == "link" and _SLASH_COMMAND_RE.match(ref.raw):
                     continue  # [/deploy](/deploy): a slash command, not a file
+                if ref.kind != "link" and not ref.role and not self.exists_outside(ref.raw):
+                    continue  # `../lib/x` in an example of the user's code: not this skill's file
                 if ("SK213", ref.raw) not in reported:
                     reported.add(("SK213", ref.raw))
                     self.found.diagnostics.append(Diagnostic("SK213", self.outside_message(ref.raw), md_shown, line, col))
@@ -128,12 +122,18 @@ class _Checker:
                 if target.lower().endswith(MARKDOWN) and target != "SKILL.md" and target not in direct:
                     direct.append(target)
                 continue
-            if is_glob(target):
+            outside = self.outside_copy(target)
+            if outside is not None:
+                message = (
+                    f"referenced file '{target}' is not in the skill but at '{outside}', outside it; a skill is installed on "
+                    "its own — move the file into the skill"
+                )
+            elif not self.worth_reporting(ref, target):
+                continue
+            elif is_glob(target):
                 if _glob_matches(target, self.files | self.dirs):
                     continue
                 message = f"no file matches '{target}'; add the files or fix the pattern"
-            elif not self.worth_reporting(ref, target):
-                continue
             else:
                 message = f"referenced file '{target}' does not exist in the skill{self.suggestion(target)}"
             if ("SK211", target) not in reported:
@@ -142,14 +142,40 @@ class _Checker:
         return direct
 
     def worth_reporting(self, ref: Reference, target: str) -> bool:
-        if _EXAMPLE_RE.search(target):
+        """Whether a missing ``target`` is clearly a file of this skill that is not there."""
+        if not ref.own or _EXAMPLE_RE.search(target) or _PLACEHOLDER_IN_PATH_RE.search(ref.raw) or ":" in target:
             return False
         last = target.rsplit("/", 1)[-1]
         if ref.kind == "link":
             return "/" in target or last.lower() not in _PROJECT_FILES
-        if ref.kind == "prose" and "." not in last:
-            return False  # "the references/citations section": a word, not a file
-        return True
+        if _EXAMPLE_CONTEXT_RE.search(ref.before):
+            return False  # "e.g. `./scripts/deploy.sh`": shown, not used
+        if ref.role:
+            return True  # run by the instructions: it must be there
+        if "." not in last:
+            return False  # a folder or a word ("the references/citations section")
+        # a mention into a folder the skill does not have is about some other tree (the user's
+        # project, a skill being written): only a folder the skill has makes it the skill's
+        return target.split("/", 1)[0] in self.top
+
+    def outside_copy(self, target: str) -> str | None:
+        """The path, relative to the skill, of ``target`` found in a folder above the skill (a
+        plugin's shared scripts/, the repository root), if it is there."""
+        if "/" not in target or is_glob(target):
+            return None
+        here = Path(os.path.abspath(self.folder))
+        for up in range(1, 4):
+            base = here.parents[up - 1] if up <= len(here.parents) else None
+            if base is None or base == base.parent:
+                break
+            if (base / target).is_file():
+                return "/".join([".."] * up + [target])
+        return None
+
+    def exists_outside(self, raw: str) -> bool:
+        if raw.startswith("/"):
+            return False
+        return os.path.exists(os.path.normpath(os.path.join(os.path.abspath(self.folder), raw.split("#", 1)[0])))
 
     def outside_message(self, raw: str) -> str:
         target = posixpath.normpath(raw.split("#", 1)[0])

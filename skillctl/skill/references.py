@@ -33,10 +33,13 @@ _DEFINITION_RE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*(<[^>]*>|\S+)")
 _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*:")
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)")
 _CODE_SPAN_RE = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
-# A path-like word: optional placeholder, then characters paths are made of, with a '/'.
-_PLACEHOLDER = r"(?:\{\{?\s*[\w .-]+\s*\}\}?|\$\{\w+\}|\$\w+|%\w+%|<[\w .-]+>)"
-_TOKEN_RE = re.compile(rf"(?:{_PLACEHOLDER}|[\w.~@+*?{{}},%-])*/[\w./~@+*?{{}},%$-]*")
+# A word that may be a path: everything up to whitespace, quotes, brackets or shell operators
+# (a path is such a word holding a '/'; placeholders like ${SKILL_DIR} or <skill-dir> included).
+_TOKEN_RE = re.compile(r"[^\s`'\"()\[\]|;&=,]+")
 _WORD_TRAILING = ".,;:!?'\""
+_LINE_SUFFIX_RE = re.compile(r":\d+(?::\d+)?$")  # scripts/x.py:42 names a line of the file
+_WINDOWS_PATH_RE = re.compile(r"^(\.\\)?[\w.-]+(\\[\w.-]+)+$")
+_FILE_WORD_RE = re.compile(r"^[\w-][\w.-]*\.[A-Za-z0-9]+$")
 # Code fences whose lines are commands (an unlabelled fence is read as commands too: the spec's
 # own example runs `scripts/extract.py` from one).
 SHELL_FENCES = frozenset({"", "sh", "bash", "shell", "zsh", "console", "terminal", "shell-session", "text", "powershell", "pwsh", "ps1", "ps", "cmd", "bat", "fish"})
@@ -53,6 +56,8 @@ _PREFIXES = frozenset({"sudo", "exec", "time", "nohup", "env", "command", "nice"
 _SHELL_OP_RE = re.compile(r"&&|\|\||[|;&()]|\$\(")
 _WORD_RE = re.compile(r"&&|\|\||[|;&()]|\$\(|(?:[^\s|;&()'\"`]+|'[^']*'|\"[^\"]*\")+")
 _ASSIGNMENT_RE = re.compile(r"^[A-Za-z_]\w*=")
+# "Run `scripts/check.sh`", "execute scripts/x.py": prose that tells the agent to run a path.
+_RUN_WORDS_RE = re.compile(r"\b(run|execute|invoke|launch)( the)?( \w+)? (script|command|tool)?\s*`?$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,10 @@ class Reference:
     kind: str  # "link" (Markdown link in prose), "prose" (bare path in prose), "code"
     role: str = ""  # in shell code: "command" (executed directly), "interpreted" (run by an interpreter)
     placeholder: bool = False  # written behind a placeholder for the skill's folder
+    # False for `./name` where name is no folder of the skill: it may be the user's file
+    # (./gradlew, ./src/App) — used when it exists, never reported missing
+    own: bool = True
+    before: str = ""  # the text of the line before the reference (for "e.g." and the like)
 
 
 def _skill_placeholder(text: str) -> bool | None:
@@ -109,14 +118,14 @@ def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
 def _clean_token(token: str) -> str:
     while token and token[-1] in _WORD_TRAILING:
         token = token[:-1]
-    return token
+    return _LINE_SUFFIX_RE.sub("", token)
 
 
 def split_token(token: str, own_name: str, folders: frozenset[str]) -> tuple[str, bool] | None:
     """A path-like word → (path relative to the skill root, behind a placeholder), or None when
     the word is not a path into this skill (a URL, an absolute path, another placeholder, a
     path in the user's project)."""
-    if token.startswith(("//", "/")) or _SCHEME_RE.match(token):
+    if token.startswith(("//", "/")) or _SCHEME_RE.match(token) or token.count("{") != token.count("}"):
         return None
     placeholder = False
     head, sep, rest = token.partition("/")
@@ -127,7 +136,7 @@ def split_token(token: str, own_name: str, folders: frozenset[str]) -> tuple[str
         placeholder, token = True, rest
     segments = token.split("/")
     first = segments[0]
-    if first in (".",) and len(segments) > 1:
+    if first == "." and len(segments) > 1:
         return "/".join(segments[1:]), placeholder
     if first == "..":
         return token, placeholder
@@ -160,7 +169,7 @@ def _code_roles(code: str) -> Iterator[tuple[int, str, str]]:
             if _INTERPRETER_RE.match(bare.rsplit("/", 1)[-1]):
                 expect = "script"
                 continue
-            yield m.start(), bare, "command"
+            yield m.start() + (word != bare), bare, "command"
             expect = ""
         elif expect == "runner":
             if bare in runner_words or bare.startswith("-"):
@@ -168,7 +177,7 @@ def _code_roles(code: str) -> Iterator[tuple[int, str, str]]:
             if _INTERPRETER_RE.match(bare) or bare in ("tsx", "ts-node"):
                 expect = "script"
                 continue
-            yield m.start(), bare, "interpreted"
+            yield m.start() + (word != bare), bare, "interpreted"
             expect = ""
         elif expect == "script":
             if bare.startswith("-"):
@@ -177,10 +186,10 @@ def _code_roles(code: str) -> Iterator[tuple[int, str, str]]:
                 continue
             if bare in ("run", "exec"):  # deno run, go run, dotnet run
                 continue
-            yield m.start(), bare, "interpreted"
+            yield m.start() + (word != bare), bare, "interpreted"
             expect = ""
         else:
-            yield m.start(), bare, ""
+            yield m.start() + (word != bare), bare, ""
 
 
 def find_references(text: str, own_name: str = "", folders: frozenset[str] = frozenset()) -> list[Reference]:
@@ -193,15 +202,18 @@ def find_references(text: str, own_name: str = "", folders: frozenset[str] = fro
     lines = text.split("\n")
     for i, (line, lang) in enumerate(zip(lines, fences(lines))):
         if lang is not None:
-            if _FENCE_RE.match(line):
-                continue
+            if ("/" not in line and "." not in line) or _FENCE_RE.match(line):
+                continue  # no path, no file name
             shell = lang in SHELL_FENCES
             body = re.sub(r"^(\s*)(\$|>|PS>|PS [^>]*>)\s", lambda m: " " * len(m.group()), line) if shell else line
-            refs += _code_references(body, 0, i, own_name, folders, shell, single_word_is_command=True)
+            refs += _code_references(body, 0, "", i, own_name, folders, shell, single_word_is_command=True)
             continue
-        spans = _spans(line)
+        if "/" not in line and "](" not in line and "]:" not in line and "`" not in line:
+            continue  # neither a path, a link nor code: most lines
+        spans = _spans(line) if "`" in line else []
         link_spans: list[tuple[int, int]] = []
-        for m in list(_LINK_RE.finditer(line)) + list(_DEFINITION_RE.finditer(line)):
+        links = list(_LINK_RE.finditer(line)) + list(_DEFINITION_RE.finditer(line)) if "]" in line else []
+        for m in links:
             if _inside(m.start(), spans):
                 continue  # `[x](y)` inside a code span is code
             link_spans.append(m.span())
@@ -215,26 +227,32 @@ def find_references(text: str, own_name: str = "", folders: frozenset[str] = fro
             kind = _skill_placeholder(head)
             if kind is False:
                 continue
-            refs.append(Reference(rest if kind else raw, i, col + (len(head) + 1 if kind else 0), "link", placeholder=bool(kind)))
+            refs.append(
+                Reference(rest if kind else raw, i, col + (len(head) + 1 if kind else 0), "link", placeholder=bool(kind), before=line[: m.start()])
+            )
         for a, b in spans:
             code = line[a:b]
-            refs += _code_references(code, a, i, own_name, folders, shell=True, single_word_is_command=False)
+            if "/" in code or "." in code:
+                refs += _code_references(code, a, line[:a], i, own_name, folders, shell=True, single_word_is_command=False)
         for m in _TOKEN_RE.finditer(line):
-            if _inside(m.start(), spans) or any(a <= m.start() < b for a, b in link_spans):
-                continue
-            if m.start() > 0 and (line[m.start() - 1].isalnum() or line[m.start() - 1] in "/.\\"):
+            if "/" not in m.group() or _inside(m.start(), spans) or any(a <= m.start() < b for a, b in link_spans):
                 continue
             token = _clean_token(m.group())
             split = split_token(token, own_name, folders)
             if split is None:
                 continue
             path, placeholder = split
-            refs.append(Reference(path, i, m.start() + len(token) - len(path), "prose", placeholder=placeholder))
+            role = "command" if _RUN_WORDS_RE.search(line[: m.start()]) and not token.endswith("/") else ""
+            refs.append(
+                Reference(
+                    path, i, m.start() + len(token) - len(path), "prose", role, placeholder, _own(token, folders), line[: m.start()]
+                )
+            )
     return refs
 
 
 def _code_references(
-    code: str, offset: int, line: int, own_name: str, folders: frozenset[str], shell: bool, single_word_is_command: bool
+    code: str, offset: int, prefix: str, line: int, own_name: str, folders: frozenset[str], shell: bool, single_word_is_command: bool
 ) -> list[Reference]:
     out: list[Reference] = []
     words = list(_code_roles(code)) if shell else []
@@ -243,18 +261,34 @@ def _code_references(
     # or an explicit ./ (in a fenced block, a line holding only the path runs it)
     n_words = len([w for w in words if not _SHELL_OP_RE.fullmatch(w[1])])
     for m in _TOKEN_RE.finditer(code):
-        if m.start() > 0 and (code[m.start() - 1].isalnum() or code[m.start() - 1] in "/.\\"):
-            continue
-        token = _clean_token(m.group())
+        word = m.group()
+        role = roles.get(m.start(), "") if not word.endswith("/") else ""  # a folder is not run
+        if role == "command" and n_words == 1 and not single_word_is_command and not word.startswith("./"):
+            role = "command" if _RUN_WORDS_RE.search(prefix) else ""
+        if "/" not in word:
+            if _WINDOWS_PATH_RE.match(word):
+                word = word.replace("\\", "/")  # python scripts\\convert.py: the same file
+            elif role and _FILE_WORD_RE.match(word):
+                # `python3 tool.py`, `run.sh --x`: a file at the skill's root, if it has one
+                out.append(Reference(word, line, offset + m.start(), "code", role, own=False, before=prefix + code[: m.start()]))
+                continue
+            else:
+                continue
+        token = _clean_token(word)
         split = split_token(token, own_name, folders)
         if split is None:
             continue
         path, placeholder = split
-        role = roles.get(m.start(), "")
-        if role == "command" and n_words == 1 and not single_word_is_command and not token.startswith("./"):
-            role = ""
-        out.append(Reference(path, line, offset + m.start() + len(token) - len(path), "code", role, placeholder))
+        out.append(Reference(path, line, offset + m.start() + len(token) - len(path), "code", role, placeholder, _own(token, folders), prefix + code[: m.start()]))
     return out
+
+
+def _own(token: str, folders: frozenset[str]) -> bool:
+    """False for ``./name…`` where ``name`` is not a folder of the skill (nor a conventional one)."""
+    if not token.startswith("./"):
+        return True
+    first = token[2:].split("/", 1)[0]
+    return first in folders or first in CONVENTIONAL_FOLDERS
 
 
 def normalise(raw: str) -> tuple[str, bool]:

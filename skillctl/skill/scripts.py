@@ -77,7 +77,7 @@ def check_scripts(
         rel = entry.rel
         runnable = bool(entry.mode & 0o111)
         suffix = _suffix(rel)
-        if rel in executed:
+        if rel in executed and suffix in _SCRIPT_SUFFIXES:  # a Markdown or JSON file is read, not run
             where, line, _ = executed[rel]
             head = _head(folder / rel)
             if head is None:
