@@ -1,7 +1,10 @@
 """The ``skillctl`` command line: thin commands over the library.
 
 Commands are listed in ``COMMANDS`` and imported only when used, so ``skillctl validate`` does
-not pay for importing the Docker SDK or the OpenAI client.
+not pay for importing the Docker SDK or the OpenAI client. ``SUMMARIES`` holds each command's
+one-line summary (the first paragraph of its help), so ``skillctl --help`` imports no command
+module at all; a command missing there is asked for its summary, which costs its import.
+``tests/test_cli_help.py`` keeps the two in step.
 """
 
 from __future__ import annotations
@@ -45,9 +48,51 @@ COMMANDS: dict[str, str] = {
 }
 
 
+SUMMARIES: dict[str, str] = {
+    "catalog": "Print the <available_skills> block the model would see for REFs (metadata only).",
+    "copy": "Copy REF from one registry to another, both ways between a folder and an OCI registry.",
+    "export": "Write verified, unpacked skills into a folder, for agents that read skills from disk.",
+    "image": "Build and inspect the agent image the sandbox runs.",
+    "init": "Create a new skill folder NAME with SKILL.md, scripts/ and references/.",
+    "inspect": "Check a .skill.tgz without unpacking it to disk, and show what it holds.",
+    "install": "Install the locked skills into a folder, verifying every digest.",
+    "lint": "Alias of `validate`.",
+    "list": "List the skills in the registry with their default and latest versions.",
+    "lock": "Resolve skills.yaml's ranges to exact versions and digests in skills.lock.",
+    "pack": "Validate and pack skills into reproducible NAME-VERSION.skill.tgz bundles.",
+    "publish": "Publish skill folders or .skill.tgz bundles to the registry.",
+    "pull": "Fetch a skill version, verify its digest and unpack it safely into OUT/NAME/.",
+    "registry": "Maintain a registry (verify integrity, collect garbage).",
+    "remove": "Delete NAME@VERSION — only if it was never fetched or locked.",
+    "run": "Run an agent on TASK with the given skills loaded into a sandbox.",
+    "show": "Show a skill and the version REF resolves to (NAME, NAME@RANGE, skill_ID[@VERSION]).",
+    "unyank": "Make a yanked NAME@VERSION resolvable by ranges again.",
+    "validate": "Check skills against the Agent Skills specification.",
+    "version": "Print the version of the skill at PATH, or set it.",
+    "versions": "List every version of a skill, newest first (yanked ones marked).",
+    "yank": "Hide NAME@VERSION from ranges and `latest`; exact pins still fetch it.",
+}
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's command list, from ``SUMMARIES`` instead of importing every command."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names), default=0)
+        rows = []
+        for name in names:
+            if name in SUMMARIES:
+                rows.append((name, click.utils.make_default_short_help(SUMMARIES[name], limit)))
+                continue
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         target = COMMANDS.get(name)

@@ -20,6 +20,16 @@ format_option = click.option(
 )
 
 
+exclude_option = click.option(
+    "--exclude",
+    "exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="Leave folders out of the search for skills (gitignore syntax, relative to PATH; repeatable): "
+    "--exclude drafts --exclude 'skills/experimental/'.",
+)
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False))
 

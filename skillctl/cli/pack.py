@@ -6,18 +6,25 @@ from pathlib import Path
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, library_errors, progress
+from skillctl.cli.common import emit_json, exclude_option, format_option, library_errors, progress
 from skillctl.errors import SkillctlError
-from skillctl.skill import discover
 
 
-def skill_folders(paths: tuple[Path, ...]) -> list[Path]:
-    """Skill folders named by PATH arguments (each may be a folder of many skills)."""
+def skill_folders(paths: tuple[Path, ...], exclude: tuple[str, ...] = ()) -> list[Path]:
+    """Skill folders named by PATH arguments (each may be a folder of many skills), found as
+    ``validate`` finds them; a note about the search (a depth or folder limit reached) goes to
+    stderr, a problem (nothing found, unreadable) stops the command."""
+    from skillctl.skill.discovery import Excludes, discover
+
+    excludes = Excludes(exclude)
     folders: list[Path] = []
     for p in paths or (Path("."),):
-        for folder, shown, problem in discover(p):
+        for folder, shown, problem in discover(p, excludes):
             if problem is not None:
-                raise click.ClickException(problem.format())
+                if problem.severity == "error":
+                    raise click.ClickException(problem.format())
+                progress(problem.format())
+                continue
             assert folder is not None
             folders.append(folder)
     return folders
@@ -27,13 +34,15 @@ def skill_folders(paths: tuple[Path, ...]) -> list[Path]:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True, help="Folder for the .skill.tgz files.")
 @click.option("--version", "version", help="Version to pack as, when SKILL.md has no metadata.version.")
+@exclude_option
 @format_option
 @library_errors
-def pack_cmd(paths: tuple[Path, ...], out_dir: Path, version: str | None, fmt: str) -> None:
+def pack_cmd(paths: tuple[Path, ...], out_dir: Path, version: str | None, exclude: tuple[str, ...], fmt: str) -> None:
     """Validate and pack skills into reproducible NAME-VERSION.skill.tgz bundles.
 
-    PATH is a skill folder or a folder of skills. An invalid skill is refused with its
-    diagnostics. The same content always gives the same bytes (sorted entries, fixed mtime from
+    PATH is a skill folder or a folder searched for skills, as `validate` searches it (hidden
+    client folders such as .claude/skills included; --exclude leaves folders out). An invalid
+    skill is refused with its diagnostics. The same content always gives the same bytes (sorted entries, fixed mtime from
     SOURCE_DATE_EPOCH or 1980-01-01, uid/gid 0, modes 0644/0755). A .skillignore (gitignore
     syntax) leaves files out. Prints the sha256 of the archive and of the uncompressed tar.
     """
@@ -43,7 +52,7 @@ def pack_cmd(paths: tuple[Path, ...], out_dir: Path, version: str | None, fmt: s
 
     results = []
     failed = 0
-    for folder in skill_folders(paths):
+    for folder in skill_folders(paths, exclude):
         # Every diagnostic of an invalid skill, not just the first: the author fixes all at once.
         report = check_skill(folder)
         if report.skill is None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, progress, registry_option
+from skillctl.cli.common import emit_json, exclude_option, format_option, library_errors, open_registry_for_cli, progress, registry_option
 from skillctl.errors import SkillctlError
 
 
@@ -17,7 +17,7 @@ def _when(ts: int) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
-def _publish_inputs(paths: tuple[Path, ...]) -> list[Path]:
+def _publish_inputs(paths: tuple[Path, ...], exclude: tuple[str, ...] = ()) -> list[Path]:
     """Bundle files as given; folders expanded to the skills they hold."""
     from skillctl.cli.pack import skill_folders
 
@@ -26,20 +26,22 @@ def _publish_inputs(paths: tuple[Path, ...]) -> list[Path]:
         if p.is_file() and p.name != "SKILL.md":
             out.append(p)
         else:
-            out += skill_folders((p,))
+            out += skill_folders((p,), exclude)
     return out
 
 
 @click.command("publish")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--version", "version", help="Version to publish as, when SKILL.md has no metadata.version.")
+@exclude_option
 @registry_option
 @format_option
 @library_errors
-def publish(paths: tuple[Path, ...], version: str | None, registry_url: str | None, fmt: str) -> None:
+def publish(paths: tuple[Path, ...], version: str | None, exclude: tuple[str, ...], registry_url: str | None, fmt: str) -> None:
     """Publish skill folders or .skill.tgz bundles to the registry.
 
-    Folders are validated and packed on the fly; a folder of many skills publishes each one.
+    Folders are validated and packed on the fly; a folder of many skills publishes each one
+    (found as `validate` finds them; --exclude leaves folders out).
     Publishing identical content again is a no-op ("unchanged"), so publishing a whole
     repository publishes exactly what changed. A version is immutable: other content under an
     existing version is refused — bump the version (skillctl version PATH patch).
@@ -47,7 +49,7 @@ def publish(paths: tuple[Path, ...], version: str | None, registry_url: str | No
     from skillctl.registry.prepare import prepare_path
 
     reg = open_registry_for_cli(registry_url)
-    inputs = _publish_inputs(paths)
+    inputs = _publish_inputs(paths, exclude)
     results, failures = [], 0
     for path in inputs:
         try:

@@ -147,7 +147,7 @@ def _index_nodes(node: yaml.Node, offset: int) -> tuple[_Index, list[Diagnostic]
             index.keys[prefix + key] = loc(k)
             if isinstance(v, (yaml.MappingNode, yaml.SequenceNode)) and not v.flow_style:
                 index.blocks.add(prefix + key)
-            elif isinstance(v, yaml.ScalarNode) and v.style is None:
+            elif isinstance(v, yaml.ScalarNode) and not v.style:  # libyaml says "" for plain, PyYAML None
                 index.plain[prefix + key] = v.value  # as written: `1.10`, not the float 1.1
             if not prefix and key == "metadata" and isinstance(v, yaml.MappingNode):
                 walk_mapping(v, "metadata.")

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-import pathspec
+from typing import Any
 
 IGNORE_FILE = ".skillignore"
 # Never part of a skill: VCS metadata, caches, OS and editor droppings.
@@ -28,7 +27,7 @@ def is_junk(name: str, is_dir: bool) -> bool:
 
 @dataclass(frozen=True)
 class IgnoreRules:
-    spec: pathspec.PathSpec | None
+    spec: Any  # a pathspec.PathSpec, or None when the skill has no .skillignore
 
     def ignored(self, rel: str, is_dir: bool = False) -> bool:
         """True when ``rel`` (POSIX, relative to the skill root) is excluded by .skillignore."""
@@ -49,4 +48,6 @@ def load_ignore_rules(root: Path) -> IgnoreRules:
         text = path.read_text("utf-8", errors="replace")
     except OSError:
         return IgnoreRules(None)
+    import pathspec  # only for a skill that has a .skillignore: most do not
+
     return IgnoreRules(pathspec.GitIgnoreSpec.from_lines(text.splitlines()))

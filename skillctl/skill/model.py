@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+# "1.0", the spec's own example of metadata.version, names release 1.0.0.
+_MAJOR_MINOR_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)$")
+
+
+def as_semver(declared: str) -> str:
+    """A declared version as the SemVer skillctl needs: ``1.0`` → ``1.0.0``; others unchanged
+    (a version that is not SemVer at all is refused where one is needed)."""
+    return f"{declared}.0" if _MAJOR_MINOR_RE.match(declared) else declared
 
 
 @dataclass(frozen=True)
@@ -22,8 +32,10 @@ class Skill:
 
     @property
     def version(self) -> str | None:
-        """The version the skill declares in ``metadata.version`` (the spec's convention)."""
-        return self.metadata.get("version")
+        """The version the skill declares in ``metadata.version`` (the spec's convention), as a
+        SemVer: ``1.0`` reads as ``1.0.0``. ``front_matter()`` keeps what was written."""
+        declared = self.metadata.get("version")
+        return as_semver(declared) if declared is not None else None
 
     def front_matter(self) -> dict[str, Any]:
         """The front matter as written (fields left out when absent), for bundle configs."""

@@ -15,7 +15,6 @@ Folder depth does not matter (``references/api/v2.md`` linked from SKILL.md is o
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import os
 import posixpath
@@ -92,6 +91,8 @@ class _Checker:
         same = self._lower.get(target.lower())
         if same:
             return f"; it exists as '{same}' — file names are case-sensitive on Linux, fix the spelling"
+        import difflib  # only when a file is missing
+
         close = difflib.get_close_matches(target, sorted(self.files | self.dirs), n=1, cutoff=0.8)
         if close:
             return f"; did you mean '{close[0]}'?"

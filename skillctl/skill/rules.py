@@ -22,21 +22,19 @@ its key, where the key is shown.
 from __future__ import annotations
 
 import json
-import re
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Callable
 
 from skillctl.skill.diagnostics import Diagnostic
 from skillctl.skill.document import SkillDocument
+from skillctl.skill.model import as_semver
 from skillctl.skill.profiles import PROFILES, SPEC_FIELDS, STRING, Profile, kind_matches
 
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
 ALLOWED_FIELDS = SPEC_FIELDS
-# "1.0" is the spec's own example of metadata.version; it reads as 1.0.0 wherever SemVer is needed.
-MAJOR_MINOR_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)$")
 # Fields people put at the top level that belong under metadata.
 _METADATA_FIELDS = ("version", "author", "tags")
 
@@ -214,7 +212,7 @@ def _metadata_checks(doc: SkillDocument, md: Any, shown: str, profile: Profile) 
 
 def _version_checks(doc: SkillDocument, version: str, shown: str) -> list[Diagnostic]:
     loc = doc.where("metadata.version")
-    if MAJOR_MINOR_RE.match(version):
+    if as_semver(version) != version:  # "1.0", the spec's own example, reads as 1.0.0
         return [
             Diagnostic(
                 "SK301",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from skillctl.errors import SkillError, VersionError
 from skillctl.skill.document import parse_skill_md
+from skillctl.skill.model import as_semver
 from skillctl.versioning import SemVer
 
 _BUMPS = ("major", "minor", "patch")
@@ -45,7 +46,7 @@ def set_version(path: Path, new: str) -> tuple[str | None, str]:
     if new in _BUMPS:
         if old is None:
             raise VersionError(f"{md} has no version to bump; set one first: skillctl version {path} 0.1.0")
-        updated = str(SemVer.parse(str(old)).bump(new))
+        updated = str(SemVer.parse(as_semver(str(old))).bump(new))
     else:
         updated = str(SemVer.parse(new))
     text = raw.decode("utf-8")
