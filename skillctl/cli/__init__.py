@@ -85,7 +85,8 @@ class LazyGroup(click.Group):
         rows = []
         for name in names:
             if name in SUMMARIES:
-                rows.append((name, click.utils.make_default_short_help(SUMMARIES[name], limit)))
+                # a stand-in command carrying the summary: click shortens it as it would the real one
+                rows.append((name, click.Command(name, help=SUMMARIES[name]).get_short_help_str(limit)))
                 continue
             cmd = self.get_command(ctx, name)
             if cmd is not None and not cmd.hidden:

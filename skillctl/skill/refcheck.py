@@ -151,8 +151,8 @@ class _Checker:
             return "/" in target or last.lower() not in _PROJECT_FILES
         if _EXAMPLE_CONTEXT_RE.search(ref.before):
             return False  # "e.g. `./scripts/deploy.sh`": shown, not used
-        if ref.role:
-            return True  # run by the instructions: it must be there
+        if ref.role or ref.placeholder:
+            return True  # run by the instructions, or explicitly in the skill's folder: it must be there
         if "." not in last:
             return False  # a folder or a word ("the references/citations section")
         # a mention into a folder the skill does not have is about some other tree (the user's

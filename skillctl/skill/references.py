@@ -31,6 +31,7 @@ _LINK_RE = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(\s*(<[^>]*>|[^)\s]+)(?:\s+[\"'(]
 # [label]: target  (a reference-style link definition)
 _DEFINITION_RE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*(<[^>]*>|\S+)")
 _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*:")
+_LINK_TARGET_RE = re.compile(r"^[\w.~/{$<%][^\[\]]*$")
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)")
 _CODE_SPAN_RE = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
 # A word that may be a path: everything up to whitespace, quotes, brackets or shell operators
@@ -157,6 +158,8 @@ def _code_roles(code: str) -> Iterator[tuple[int, str, str]]:
     for m in _WORD_RE.finditer(code):
         word = m.group()
         if _SHELL_OP_RE.fullmatch(word):
+            if word == "(" and m.start() > 0 and code[m.start() - 1] not in " \t;&|(":
+                continue  # f(x), [text](target): not a subshell
             expect, runner_words = "command", ()
             continue
         bare = word.strip("'\"")
@@ -166,7 +169,7 @@ def _code_roles(code: str) -> Iterator[tuple[int, str, str]]:
             if bare in _RUNNERS:
                 expect, runner_words = "runner", _RUNNERS[bare]
                 continue
-            if _INTERPRETER_RE.match(bare.rsplit("/", 1)[-1]):
+            if (bare.startswith("/") or "/" not in bare) and _INTERPRETER_RE.match(bare.rsplit("/", 1)[-1]):  # python3, /usr/bin/python3
                 expect = "script"
                 continue
             yield m.start() + (word != bare), bare, "command"
@@ -223,6 +226,8 @@ def find_references(text: str, own_name: str = "", folders: frozenset[str] = fro
                 raw, col = raw[1:-1], col + 1
             if not raw or raw.startswith("#") or _SCHEME_RE.match(raw) or raw.startswith("//"):
                 continue  # anchors, URLs, mailto:
+            if not _LINK_TARGET_RE.match(raw):
+                continue  # [C:1](=[O:2]) is chemistry, not a link to a file
             head, _, rest = raw.partition("/")
             kind = _skill_placeholder(head)
             if kind is False:

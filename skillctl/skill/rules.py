@@ -22,6 +22,7 @@ its key, where the key is shown.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Callable
@@ -35,6 +36,8 @@ MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
 ALLOWED_FIELDS = SPEC_FIELDS
+# MAJOR.MINOR.PATCH(+build): valid SemVer, nothing more to check (most skills).
+_PLAIN_RELEASE_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$")
 # Fields people put at the top level that belong under metadata.
 _METADATA_FIELDS = ("version", "author", "tags")
 
@@ -223,6 +226,8 @@ def _version_checks(doc: SkillDocument, version: str, shown: str) -> list[Diagno
                 loc.column,
             )
         ]
+    if _PLAIN_RELEASE_RE.match(version):
+        return []
     # versioning imports packaging; only a version that needs a closer look pays for it
     from skillctl.errors import VersionError
     from skillctl.versioning import SEMVER_RE, SemVer
