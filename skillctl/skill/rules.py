@@ -199,12 +199,18 @@ def _metadata_checks(doc: SkillDocument, md: Any, shown: str, profile: Profile) 
             continue
         message = f"metadata.{k} must be a string, got {_type_name(v)}"
         written = doc.plain_text.get(f"metadata.{k}")
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and written is not None:
+        if isinstance(v, (int, float, bool)) and written is not None:
             message += f"; quote it: {k}: \"{written}\" (skillctl validate --fix does)"
-        elif isinstance(v, dict) and profile.name == "spec":
-            hint = [p.title for p in PROFILES.values() if p.metadata_mappings and k in p.metadata_mappings]
-            if hint:
-                message += f" ({' and '.join(hint)} read{'s' * (len(hint) == 1)} it: check with --profile)"
+        elif isinstance(v, list):
+            message += "; write it as one string (e.g. \"a, b\")"
+        elif isinstance(v, dict):
+            clients = [p.title for p in PROFILES.values() if p.metadata_mappings and k in p.metadata_mappings]
+            if clients and profile.name == "spec":
+                message += f" ({' and '.join(clients)} read{'s' * (len(clients) == 1)} it: check with --profile)"
+            else:
+                message += f"; flatten it into string values (e.g. {k}-name: \"…\") or move it out of metadata"
+        elif v is None:
+            message += "; give it a value in quotes or delete the key"
         at("SK132", message, doc.where(f"metadata.{k}"))
 
     version = md.get("version")
