@@ -48,7 +48,7 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import sys' >/dev/nul
     "$PY_SYS" -m venv "$VENV"
 fi
 PY="$VENV/bin/python"
-if ! "$PY" -c 'import skillctl, pytest, hypothesis' >/dev/null 2>&1 \
+if ! "$PY" -c 'import skillctl, pytest, hypothesis, pre_commit' >/dev/null 2>&1 \
    || [ "$("$PY" -c 'import skillctl, pathlib; print(pathlib.Path(skillctl.__file__).resolve().parent.parent)')" != "$(pwd -P)" ] \
    || [ pyproject.toml -nt "$VENV/.skillctl-installed" ]; then
     log "installing skillctl (editable) with its test extras into $VENV"

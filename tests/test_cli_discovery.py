@@ -96,3 +96,21 @@ def test_github_annotations_escape_what_would_break_them(project: Path) -> None:
     assert github_annotation(whole_file) == "::warning file=demo/scripts/x.sh,title=SK222::not executable"
     note = Diagnostic("SK301", "read as 1.0.0", "demo/SKILL.md", 5, 12)
     assert github_annotation(note).startswith("::notice file=demo/SKILL.md,line=5,col=12,title=SK301::")
+
+
+def test_changed_files_check_the_skills_that_hold_them(project: Path) -> None:
+    (project / "proj" / ".claude" / "skills" / "claude-one" / "scripts").mkdir()
+    script = project / "proj" / ".claude" / "skills" / "claude-one" / "scripts" / "x.py"
+    script.write_text("print()\n")
+    (project / "proj" / "README.md").write_text("# proj\n")
+    files = [
+        "proj/.claude/skills/claude-one/scripts/x.py",
+        "proj/.claude/skills/claude-one/SKILL.md",  # the same skill: checked once
+        "proj/skills/drafts/draft-one/SKILL.md",
+        "proj/README.md",  # in no skill
+        "proj/node_modules/pkg/vendored/SKILL.md",  # never searched
+    ]
+    reports = json.loads(invoke("validate", "--changed", "--format", "json", *files).stdout)
+    assert [r["path"] for r in reports] == ["proj/.claude/skills/claude-one", "proj/skills/drafts/draft-one"]
+    none = invoke("validate", "--changed", "proj/README.md")
+    assert (none.exit_code, none.stdout) == (0, "ok: 0 checked (no changed file is part of a skill)\n")

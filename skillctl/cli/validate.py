@@ -31,10 +31,20 @@ def github_annotation(d: Any) -> str:
     return f"::{_GITHUB_LEVEL[d.severity]} {','.join(props)}::{_github_escape(d.message)}"
 
 
-def _run(paths: tuple[Path, ...], strict: bool, fmt: str, quiet: bool, profile: str, exclude: tuple[str, ...], fix: bool, show_diff: bool) -> None:
+def _run(paths: tuple[Path, ...], strict: bool, fmt: str, quiet: bool, profile: str, exclude: tuple[str, ...], fix: bool, show_diff: bool, changed: bool) -> None:
     from skillctl.skill import validate_paths
 
     targets = list(paths) or [Path(".")]
+    if changed:
+        from skillctl.skill.discovery import owning_skills
+
+        targets = owning_skills(list(paths))
+        if not targets:
+            if fmt == "json":
+                emit_json([])
+            else:
+                click.echo("ok: 0 checked (no changed file is part of a skill)")
+            sys.exit(0)
     fixes: dict[str, Any] = {}
     if fix or show_diff:
         from skillctl.skill.fix import plan_fixes_under, write_fix
@@ -102,6 +112,7 @@ metadata.openclaw…). --fix repairs what is mechanical (quote numeric metadata 
 allowed-tools list, add metadata.version, drop a BOM and CRLF) and nothing it is unsure of;
 --diff shows those repairs as a unified diff (without --fix nothing is written).
 --format github prints GitHub Actions annotations (::error file=…,line=…,col=…::…).
+--changed takes changed files (as a pre-commit hook passes them) and checks the skills they are in.
 
 Exit status: 0 all valid, 1 something invalid (or warnings with --strict), 2 usage error.
 """
@@ -122,6 +133,11 @@ def _options(fn):  # shared by validate and its alias lint
         help="Also accept what this client documents beyond the spec (fields and their types). Env: SKILLCTL_PROFILE.",
     )(fn)
     fn = exclude_option(fn)
+    fn = click.option(
+        "--changed",
+        is_flag=True,
+        help="PATHs are changed files (a pre-commit hook's): check each skill that holds one, ignore the others.",
+    )(fn)
     fn = click.option("--fix", is_flag=True, help="Repair mechanical problems in SKILL.md (verified edits), then validate.")(fn)
     fn = click.option("--diff", "show_diff", is_flag=True, help="Show the repairs --fix makes as a unified diff.")(fn)
     fn = click.option(
@@ -137,11 +153,11 @@ def _options(fn):  # shared by validate and its alias lint
 
 @click.command("validate", help=_HELP)
 @_options
-def validate(paths: tuple[Path, ...], strict: bool, quiet: bool, profile: str, exclude: tuple[str, ...], fix: bool, show_diff: bool, fmt: str) -> None:
-    _run(paths, strict, fmt, quiet, profile, exclude, fix, show_diff)
+def validate(paths: tuple[Path, ...], strict: bool, quiet: bool, profile: str, exclude: tuple[str, ...], changed: bool, fix: bool, show_diff: bool, fmt: str) -> None:
+    _run(paths, strict, fmt, quiet, profile, exclude, fix, show_diff, changed)
 
 
 @click.command("lint", help="Alias of `validate`.\n\n" + _HELP)
 @_options
-def lint(paths: tuple[Path, ...], strict: bool, quiet: bool, profile: str, exclude: tuple[str, ...], fix: bool, show_diff: bool, fmt: str) -> None:
-    _run(paths, strict, fmt, quiet, profile, exclude, fix, show_diff)
+def lint(paths: tuple[Path, ...], strict: bool, quiet: bool, profile: str, exclude: tuple[str, ...], changed: bool, fix: bool, show_diff: bool, fmt: str) -> None:
+    _run(paths, strict, fmt, quiet, profile, exclude, fix, show_diff, changed)

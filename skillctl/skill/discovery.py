@@ -200,6 +200,33 @@ def _search(root: Path, shown: str, excludes: Excludes, limits: SearchLimits) ->
         yield Found(None, shown, Diagnostic("SK012", "no skills found: no folder here contains a SKILL.md", shown))
 
 
+def owning_skills(paths: Sequence[Path], max_levels: int = MAX_SEARCH_DEPTH + 2) -> list[Path]:
+    """The skill folders that hold ``paths`` (changed files, as a pre-commit hook gets them):
+    for each, the nearest folder at or above it holding a SKILL.md. Paths in no skill, or in a
+    folder that is never searched (``node_modules``…), are left out; each skill comes once."""
+    out: list[Path] = []
+    seen: set[str] = set()
+    for path in paths:
+        candidates = [path] if path.is_dir() else []
+        candidates += list(path.parents)[:max_levels]
+        for folder in candidates:
+            if str(folder) in ("", ".") and not (folder / "SKILL.md").exists():
+                break  # the top of a relative path: the repository, not a skill
+            if any(part in SKIPPED_FOLDERS for part in folder.parts):
+                break
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            if _listing_has_skill_md(names):
+                key = os.path.abspath(folder)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(folder)
+                break
+    return out
+
+
 def _is_subfolder(path: Path) -> bool:
     try:
         return stat.S_ISDIR(path.lstat().st_mode)
