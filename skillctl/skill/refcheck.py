@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skillctl.skill.diagnostics import Diagnostic
-from skillctl.skill.references import Reference, find_references, is_glob, normalise
+from skillctl.skill.references import _SCHEME_RE, Reference, find_references, is_glob, normalise, split_token
 
 SPEC_CHAIN_ADVICE = "Keep file references one level deep from SKILL.md. Avoid deeply nested reference chains."
 MARKDOWN = (".md", ".markdown", ".mdx")
@@ -41,6 +41,13 @@ _PLACEHOLDER_IN_PATH_RE = re.compile(r"<[^>]*>|\{\{|\$\{|\$[A-Za-z_]|%\w+%|(?<![
 # "Example: `scripts/rotate_pdf.py`", "e.g. references/finance.md": a path shown, not used.
 _EXAMPLE_CONTEXT_RE = re.compile(r"\b(e\.g\.|eg\.|examples?\b|for instance|such as|i\.e\.)", re.IGNORECASE)
 _SLASH_COMMAND_RE = re.compile(r"^/[\w-]+(:[\w-]+)?$")
+# a path to a Markdown file, as a link target or a word: "[x](a.md)", "see references/b.md" —
+# found by its extension, then read back to where the word starts (a regex that tried every
+# position as a start would be quadratic on long files)
+_MARKDOWN_EXT_RE = re.compile(r"\.(?:md|markdown|mdx)(?![\w/-])", re.IGNORECASE)
+_WORD_BEFORE_RE = re.compile(r"[^\s()<>\[\]`'\"|*,;=]+$")
+# script files whose mention in a referenced file may be a command (see scripts.SHEBANGS)
+_SCRIPT_EXTENSIONS = frozenset({"py", "sh", "bash", "zsh", "fish", "js", "mjs", "cjs", "ts", "rb", "pl", "php", "ps1", "r", "lua"})
 
 
 @dataclass
@@ -151,10 +158,12 @@ class _Checker:
             return "/" in target or last.lower() not in _PROJECT_FILES
         if _EXAMPLE_CONTEXT_RE.search(ref.before):
             return False  # "e.g. `./scripts/deploy.sh`": shown, not used
-        if ref.role or ref.placeholder:
-            return True  # run by the instructions, or explicitly in the skill's folder: it must be there
+        if ref.role:
+            return True  # run by the instructions: it must be there
         if "." not in last:
             return False  # a folder or a word ("the references/citations section")
+        if ref.placeholder:
+            return True  # explicitly in the skill's folder ({baseDir}/…)
         # a mention into a folder the skill does not have is about some other tree (the user's
         # project, a skill being written): only a folder the skill has makes it the skill's
         return target.split("/", 1)[0] in self.top
@@ -200,27 +209,49 @@ class _Checker:
 
     def follow(self, direct: list[str]) -> None:
         """SK212 for Markdown files reached only through another referenced file; and the
-        commands those files give (they are instructions too)."""
+        commands those files give (they are instructions too).
+
+        Referenced files can be long and many, so they are not read line by line: one pass
+        finds the Markdown paths they name (a link, a path in prose or in code — each makes the
+        agent read on), and only lines naming one of the skill's scripts are read as commands."""
         first_level = set(direct) | {"SKILL.md"}
+        scripts = sorted({posixpath.basename(f) for f in self.files if f.rsplit(".", 1)[-1].lower() in _SCRIPT_EXTENSIONS})
+        commands = re.compile("|".join(re.escape(s) for s in scripts)) if scripts else None
         for rel in direct:
             text = self.read(rel)
             if text is None:
                 continue
             base = posixpath.dirname(rel)
-            further: list[tuple[str, int, int]] = []
-            for ref in find_references(text, self.own_name, self.top):
-                target = self.resolve(ref, base)
-                if target is None:
+            if commands is not None:
+                for ref in find_references(text, self.own_name, self.top, commands):
+                    target = self.resolve(ref, base)
+                    if target is not None:
+                        self.note_use(ref, target, self.shown_path(rel), ref.line + 1, ref.column + 1)
+            further: list[tuple[str, int]] = []  # (target, offset in text)
+            for m in _MARKDOWN_EXT_RE.finditer(text):
+                before = _WORD_BEFORE_RE.search(text, max(0, m.start() - 256), m.start())
+                if before is None:
                     continue
-                self.note_use(ref, target, self.shown_path(rel), ref.line + 1, ref.column + 1)
-                if target.lower().endswith(MARKDOWN) and target not in first_level and target in self.files:
-                    if all(t != target for t, _, _ in further):
-                        further.append((target, ref.line + 1, ref.column + 1))
+                start, token = before.start(), text[before.start() : m.end()]
+                if token.startswith("//") or _SCHEME_RE.match(token):
+                    continue
+                split = split_token(token, self.own_name, self.top)
+                link = text.endswith("](", 0, start) or text.endswith("](<", 0, start)
+                if not link and "/" not in token:
+                    continue  # a bare name ("update SOURCES.md") may be any tree's file: links only
+                ref = Reference(split[0] if split else token, 0, 0, "link" if link and not split else "prose")
+                target = self.resolve(ref, base)
+                if target is None or target in first_level or target not in self.files:
+                    continue
+                if all(t != target for t, _ in further):
+                    further.append((target, start + (len(token) - len(ref.raw) if split else 0)))
             if further:
-                (first, line, col) = further[0]
+                (first, offset) = further[0]
+                line = text.count("\n", 0, offset) + 1
+                col = offset - (text.rfind("\n", 0, offset) + 1) + 1
                 more = ""
                 if len(further) > 1:
-                    names = ", ".join(t for t, _, _ in further[1:4]) + (", …" if len(further) > 4 else "")
+                    names = ", ".join(t for t, _ in further[1:4]) + (", …" if len(further) > 4 else "")
                     more = f" and {len(further) - 1} more ({names})"
                 self.found.diagnostics.append(
                     Diagnostic(
@@ -246,7 +277,7 @@ class _Checker:
 
     def read(self, rel: str) -> str | None:
         try:
-            with open(self.folder / rel, "rb") as fh:
+            with open(os.path.join(self.folder, rel), "rb") as fh:
                 return fh.read(MAX_REFERENCED_MD_BYTES).decode("utf-8", errors="replace")
         except OSError:
             return None

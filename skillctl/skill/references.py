@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
-from typing import Iterator
+from typing import NamedTuple
 from urllib.parse import unquote
 
 # [text](target) and ![alt](target "title"); targets in <...> may contain spaces.
@@ -33,14 +32,19 @@ _DEFINITION_RE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*(<[^>]*>|\S+)")
 _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*:")
 _LINK_TARGET_RE = re.compile(r"^[\w.~/{$<%][^\[\]]*$")
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)")
+_FENCE_LINE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})([^`\n]*)$", re.MULTILINE)
 _CODE_SPAN_RE = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
-# A word that may be a path: everything up to whitespace, quotes, brackets or shell operators
-# (a path is such a word holding a '/'; placeholders like ${SKILL_DIR} or <skill-dir> included).
-_TOKEN_RE = re.compile(r"[^\s`'\"()\[\]|;&=,]+")
+# a word holding a '/' (a regex that skips other words in C: most words are not paths), up to
+# whitespace, quotes, brackets or shell operators; placeholders like ${SKILL_DIR} or <skill-dir> included
+_PATH_TOKEN_RE = re.compile(r"[^\s`'\"()\[\]|;&=,/]*/[^\s`'\"()\[\]|;&=,]*")
+# words that may name a script at the root, or a Windows path: tool.py, run.sh, scripts\x.py
+_LOOSE_TOKEN_RE = re.compile(r"[^\s`'\"()\[\]|;&=,/]*(?:\\|\.(?:py|sh|bash|zsh|fish|js|mjs|cjs|ts|rb|pl|php|ps1|r|lua)\b)[^\s`'\"()\[\]|;&=,/]*", re.IGNORECASE)
 _WORD_TRAILING = ".,;:!?'\""
 _LINE_SUFFIX_RE = re.compile(r":\d+(?::\d+)?$")  # scripts/x.py:42 names a line of the file
 _WINDOWS_PATH_RE = re.compile(r"^(\.\\)?[\w.-]+(\\[\w.-]+)+$")
 _FILE_WORD_RE = re.compile(r"^[\w-][\w.-]*\.[A-Za-z0-9]+$")
+# a word that may name a script at the skill's root (tool.py, run.sh): worth a closer look
+_SCRIPT_NAME_RE = re.compile(r"\w\.(py|sh|bash|zsh|fish|js|mjs|cjs|ts|rb|pl|php|ps1|r|lua)\b", re.IGNORECASE)
 # Code fences whose lines are commands (an unlabelled fence is read as commands too: the spec's
 # own example runs `scripts/extract.py` from one).
 SHELL_FENCES = frozenset({"", "sh", "bash", "shell", "zsh", "console", "terminal", "shell-session", "text", "powershell", "pwsh", "ps1", "ps", "cmd", "bat", "fish"})
@@ -54,15 +58,14 @@ _INTERPRETER_RE = re.compile(
 _RUNNERS = {"uv": ("run",), "uvx": (), "pipx": ("run",), "npx": (), "pnpm": ("exec", "dlx"), "bunx": (), "poetry": ("run",), "pdm": ("run",), "hatch": ("run",)}
 # Words that run the next word as a command: `sudo scripts/x.sh`, `exec ./run.sh`.
 _PREFIXES = frozenset({"sudo", "exec", "time", "nohup", "env", "command", "nice", "timeout", "then", "do", "else", "!"})
-_SHELL_OP_RE = re.compile(r"&&|\|\||[|;&()]|\$\(")
-_WORD_RE = re.compile(r"&&|\|\||[|;&()]|\$\(|(?:[^\s|;&()'\"`]+|'[^']*'|\"[^\"]*\")+")
+_SHELL_OP_RE = re.compile(r"&&|\|\||[|;&(]|\$\(")
 _ASSIGNMENT_RE = re.compile(r"^[A-Za-z_]\w*=")
+_PROMPT_RE = re.compile(r"^(\s*)(\$|>|PS>|PS [^>]*>)\s")  # console prompts: $ cmd, > cmd, PS C:\> cmd
 # "Run `scripts/check.sh`", "execute scripts/x.py": prose that tells the agent to run a path.
 _RUN_WORDS_RE = re.compile(r"\b(run|execute|invoke|launch)( the)?( \w+)? (script|command|tool)?\s*`?$", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class Reference:
+class Reference(NamedTuple):  # a tuple: real skills hold hundreds, and tuples are cheap to make
     raw: str  # as written (the placeholder or install prefix stripped)
     line: int  # 0-based line within the text
     column: int  # 0-based column of ``raw``
@@ -86,26 +89,33 @@ def _skill_placeholder(text: str) -> bool | None:
     return "skill" in name and any(w in name for w in ("dir", "root", "path", "folder", "location", "base"))
 
 
-def fences(lines: list[str]) -> list[str | None]:
-    """Per line: None outside code fences, else the fence's language ("" when unlabelled).
-    Fence lines themselves count as code."""
-    out: list[str | None] = []
-    open_fence: tuple[str, int] | None = None
-    lang = ""
-    for line in lines:
-        m = _FENCE_RE.match(line)
-        if open_fence is None:
-            if m:
-                open_fence = (m.group(1)[0], len(m.group(1)))
-                lang = m.group(2).lower().strip("{}.")
-                out.append(lang)
-            else:
-                out.append(None)
-        else:
-            out.append(lang)
-            if m and m.group(1)[0] == open_fence[0] and len(m.group(1)) >= open_fence[1] and not line.strip().strip(m.group(1)[0]):
-                open_fence = None
+def fences(text: str) -> list[tuple[int, int, str]]:
+    """The code fences of ``text`` as (first line, last line, language): 0-based line numbers,
+    both fence lines included, language "" when unlabelled. An unclosed fence runs to the end."""
+    out: list[tuple[int, int, str]] = []
+    open_at: tuple[int, str, int, str] | None = None  # line, fence char, fence length, language
+    line = pos = 0
+    for m in _FENCE_LINE_RE.finditer(text):
+        line += text.count("\n", pos, m.start())
+        pos = m.start()
+        fence, rest = m.group(1), m.group(2)
+        if open_at is None:
+            open_at = (line, fence[0], len(fence), rest.split()[0].lower().strip("{}.") if rest.split() else "")
+        elif fence[0] == open_at[1] and len(fence) >= open_at[2] and not rest.strip():
+            out.append((open_at[0], line, open_at[3]))
+            open_at = None
+    if open_at is not None:
+        out.append((open_at[0], text.count("\n"), open_at[3]))
     return out
+
+
+def _languages(text: str, n_lines: int) -> list[str | None]:
+    """Per line: None outside code fences, else the fence's language."""
+    langs: list[str | None] = [None] * n_lines
+    if "```" in text or "~~~" in text:
+        for first, last, lang in fences(text):
+            langs[first : last + 1] = [lang] * (min(last, n_lines - 1) - first + 1)
+    return langs
 
 
 def _spans(line: str) -> list[tuple[int, int]]:
@@ -145,77 +155,95 @@ def split_token(token: str, own_name: str, folders: frozenset[str]) -> tuple[str
         return token, placeholder
     # installed copies: .claude/skills/NAME/…, ~/.agents/skills/NAME/…, skills/NAME/…
     for i in range(len(segments) - 1):
-        if segments[i] == own_name and i + 1 < len(segments) and (i == 0 or segments[i - 1] == "skills"):
+        if segments[i] == own_name and i > 0 and segments[i - 1] == "skills":
             return "/".join(segments[i + 1 :]), True
     return None
 
 
-def _code_roles(code: str) -> Iterator[tuple[int, str, str]]:
-    """Shell words of ``code`` as (offset, word, role): role "command" for the word a shell would
-    execute, "interpreted" for the script an interpreter is given, "" for other arguments."""
-    expect = "command"
+def _next_state(expect: str, runner_words: tuple[str, ...], bare: str) -> tuple[str, tuple[str, ...]]:
+    """One shell word read: what the following word is. ``expect`` is "command" (the word a
+    shell executes comes next), "runner" (after uv, npx…), "script" (after an interpreter: the
+    file it runs comes next) or "" (arguments)."""
+    if expect == "command":
+        if _ASSIGNMENT_RE.match(bare) or bare in _PREFIXES or bare.startswith("-"):
+            return expect, runner_words
+        if bare in _RUNNERS:
+            return "runner", _RUNNERS[bare]
+        if (bare.startswith("/") or "/" not in bare) and _INTERPRETER_RE.match(bare.rsplit("/", 1)[-1]):  # python3, /usr/bin/python3
+            return "script", ()
+        return "", ()
+    if expect == "runner":
+        if bare in runner_words or bare.startswith("-"):
+            return expect, runner_words
+        if _INTERPRETER_RE.match(bare) or bare in ("tsx", "ts-node"):
+            return "script", ()
+        return "", ()
+    if expect == "script":
+        if bare.startswith("-"):
+            return ("", ()) if bare in ("-m", "-c", "-e", "--eval") else (expect, runner_words)  # -m: a module follows
+        if bare in ("run", "exec"):  # deno run, go run, dotnet run
+            return expect, runner_words
+        return "", ()
+    return "", ()
+
+
+def _role_at(code: str, pos: int) -> str:
+    """How shell ``code`` uses the word starting at ``pos``: "command" (executed directly),
+    "interpreted" (the script an interpreter is given) or "" (another argument)."""
+    if pos > 0 and code[pos - 1] not in " \t'\"(;&|`":
+        return ""  # inside a word: --out=scripts/x, an argument's value
+    start = 0
+    for m in _SHELL_OP_RE.finditer(code, 0, pos):
+        if m.group() == "(" and m.start() > 0 and code[m.start() - 1] not in " \t;&|(":
+            continue  # f(x), [text](target): not a subshell
+        start = m.end()
+    expect: str = "command"
     runner_words: tuple[str, ...] = ()
-    for m in _WORD_RE.finditer(code):
-        word = m.group()
-        if _SHELL_OP_RE.fullmatch(word):
-            if word == "(" and m.start() > 0 and code[m.start() - 1] not in " \t;&|(":
-                continue  # f(x), [text](target): not a subshell
-            expect, runner_words = "command", ()
-            continue
+    for word in code[start:pos].split():
         bare = word.strip("'\"")
-        if expect == "command":
-            if _ASSIGNMENT_RE.match(bare) or bare in _PREFIXES or (bare.startswith("-") and m.start() > 0):
-                continue
-            if bare in _RUNNERS:
-                expect, runner_words = "runner", _RUNNERS[bare]
-                continue
-            if (bare.startswith("/") or "/" not in bare) and _INTERPRETER_RE.match(bare.rsplit("/", 1)[-1]):  # python3, /usr/bin/python3
-                expect = "script"
-                continue
-            yield m.start() + (word != bare), bare, "command"
-            expect = ""
-        elif expect == "runner":
-            if bare in runner_words or bare.startswith("-"):
-                continue
-            if _INTERPRETER_RE.match(bare) or bare in ("tsx", "ts-node"):
-                expect = "script"
-                continue
-            yield m.start() + (word != bare), bare, "interpreted"
-            expect = ""
-        elif expect == "script":
-            if bare.startswith("-"):
-                if bare in ("-m", "-c", "-e", "--eval"):
-                    expect = ""  # a module or inline code follows, not a file
-                continue
-            if bare in ("run", "exec"):  # deno run, go run, dotnet run
-                continue
-            yield m.start() + (word != bare), bare, "interpreted"
-            expect = ""
-        else:
-            yield m.start() + (word != bare), bare, ""
+        if bare:
+            expect, runner_words = _next_state(expect, runner_words, bare)
+    return {"command": "command", "runner": "interpreted", "script": "interpreted"}.get(expect, "")
 
 
-def find_references(text: str, own_name: str = "", folders: frozenset[str] = frozenset()) -> list[Reference]:
+def find_references(
+    text: str, own_name: str = "", folders: frozenset[str] = frozenset(), only: re.Pattern[str] | None = None
+) -> list[Reference]:
     """Every reference in Markdown ``text`` (a SKILL.md body or a referenced Markdown file).
 
     ``own_name`` is the skill's name (to read ``.claude/skills/NAME/x`` as ``x``); ``folders``
-    its top-level folders, whose paths count as references like ``scripts/…`` do.
+    its top-level folders, whose paths count as references like ``scripts/…`` do. ``only``, when
+    given, skips the lines it does not match (a caller that wants some references, fast).
     """
     refs: list[Reference] = []
     lines = text.split("\n")
-    for i, (line, lang) in enumerate(zip(lines, fences(lines))):
+    langs = _languages(text, len(lines))
+    numbers: list[int] | range = range(len(lines))
+    if only is not None:  # the lines holding a match, found in one pass over the text
+        numbers, line, pos = [], 0, 0
+        for m in only.finditer(text):
+            line += text.count("\n", pos, m.start())
+            pos = m.start()
+            if not numbers or numbers[-1] != line:
+                numbers.append(line)
+    for i in numbers:
+        line = lines[i]
+        lang = langs[i]
         if lang is not None:
-            if ("/" not in line and "." not in line) or _FENCE_RE.match(line):
-                continue  # no path, no file name
             shell = lang in SHELL_FENCES
-            body = re.sub(r"^(\s*)(\$|>|PS>|PS [^>]*>)\s", lambda m: " " * len(m.group()), line) if shell else line
+            # a path has a '/'; in commands a script at the root is a word like tool.py
+            if "/" not in line and not (shell and ("\\" in line or _SCRIPT_NAME_RE.search(line))):
+                continue
+            if _FENCE_RE.match(line):
+                continue
+            body = _PROMPT_RE.sub(lambda m: " " * len(m.group()), line) if shell else line
             refs += _code_references(body, 0, "", i, own_name, folders, shell, single_word_is_command=True)
             continue
         if "/" not in line and "](" not in line and "]:" not in line and "`" not in line:
             continue  # neither a path, a link nor code: most lines
         spans = _spans(line) if "`" in line else []
         link_spans: list[tuple[int, int]] = []
-        links = list(_LINK_RE.finditer(line)) + list(_DEFINITION_RE.finditer(line)) if "]" in line else []
+        links = list(_LINK_RE.finditer(line)) + list(_DEFINITION_RE.finditer(line)) if "](" in line or "]:" in line else []
         for m in links:
             if _inside(m.start(), spans):
                 continue  # `[x](y)` inside a code span is code
@@ -237,10 +265,10 @@ def find_references(text: str, own_name: str = "", folders: frozenset[str] = fro
             )
         for a, b in spans:
             code = line[a:b]
-            if "/" in code or "." in code:
+            if "/" in code or "\\" in code or _SCRIPT_NAME_RE.search(code):
                 refs += _code_references(code, a, line[:a], i, own_name, folders, shell=True, single_word_is_command=False)
-        for m in _TOKEN_RE.finditer(line):
-            if "/" not in m.group() or _inside(m.start(), spans) or any(a <= m.start() < b for a, b in link_spans):
+        for m in _PATH_TOKEN_RE.finditer(line) if "/" in line else ():
+            if _inside(m.start(), spans) or any(a <= m.start() < b for a, b in link_spans):
                 continue
             token = _clean_token(m.group())
             split = split_token(token, own_name, folders)
@@ -260,14 +288,17 @@ def _code_references(
     code: str, offset: int, prefix: str, line: int, own_name: str, folders: frozenset[str], shell: bool, single_word_is_command: bool
 ) -> list[Reference]:
     out: list[Reference] = []
-    words = list(_code_roles(code)) if shell else []
-    roles = {pos: role for pos, _, role in words}
+    candidates = list(_PATH_TOKEN_RE.finditer(code)) if "/" in code else []
+    if shell and ("\\" in code or _SCRIPT_NAME_RE.search(code) is not None):
+        candidates = sorted(candidates + list(_LOOSE_TOKEN_RE.finditer(code)), key=lambda m: m.start())
+    if not candidates:
+        return out
     # an inline `scripts/x.py` alone is a mention, not a command: it runs only with arguments
     # or an explicit ./ (in a fenced block, a line holding only the path runs it)
-    n_words = len([w for w in words if not _SHELL_OP_RE.fullmatch(w[1])])
-    for m in _TOKEN_RE.finditer(code):
+    n_words = len(code.split())
+    for m in candidates:
         word = m.group()
-        role = roles.get(m.start(), "") if not word.endswith("/") else ""  # a folder is not run
+        role = _role_at(code, m.start()) if shell and not word.endswith("/") else ""  # a folder is not run
         if role == "command" and n_words == 1 and not single_word_is_command and not word.startswith("./"):
             role = "command" if _RUN_WORDS_RE.search(prefix) else ""
         if "/" not in word:

@@ -97,15 +97,16 @@ def _read_skill_md(folder: Path, shown: str) -> tuple[bytes | None, str, list[Di
 def _body_checks(doc: SkillDocument, md_shown: str) -> list[Diagnostic]:
     diags: list[Diagnostic] = []
     body = doc.body
-    lines = body.rstrip("\n").split("\n") if body.strip() else []
     if not body.strip():
         diags.append(Diagnostic("SK203", "the body is empty; write the instructions the agent should follow", md_shown, doc.body_start_line, 1))
         return diags
-    if len(lines) > MAX_BODY_LINES:
+    n_lines = body.rstrip("\n").count("\n") + 1
+    if n_lines > MAX_BODY_LINES:
         diags.append(
-            Diagnostic("SK201", f"body is {len(lines)} lines long; keep it under {MAX_BODY_LINES} and move detail into references/", md_shown, doc.body_start_line + MAX_BODY_LINES, 1)
+            Diagnostic("SK201", f"body is {n_lines} lines long; keep it under {MAX_BODY_LINES} and move detail into references/", md_shown, doc.body_start_line + MAX_BODY_LINES, 1)
         )
-    tokens = estimate_tokens(body)
+    # a character never costs more than one token: a short body cannot be over the budget
+    tokens = estimate_tokens(body) if len(body) > MAX_BODY_TOKENS else 0
     if tokens > MAX_BODY_TOKENS:
         diags.append(
             Diagnostic("SK202", f"body is about {tokens:,} tokens; keep it under {MAX_BODY_TOKENS:,} and move detail into references/", md_shown, doc.body_start_line, 1)
