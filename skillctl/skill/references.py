@@ -313,6 +313,11 @@ def _code_references(
         token = _clean_token(word)
         split = split_token(token, own_name, folders)
         if split is None:
+            if role == "interpreted" and "/" in token:
+                # python /path/to/skill/scripts/x.py: which folder is unknown, but x.py is run
+                # through an interpreter — its name is worth knowing (no run bit needed)
+                name = posixpath.basename(token)
+                out.append(Reference(name, line, offset + m.start() + len(token) - len(name), "code", role, own=False))
             continue
         path, placeholder = split
         out.append(Reference(path, line, offset + m.start() + len(token) - len(path), "code", role, placeholder, _own(token, folders), prefix + code[: m.start()]))

@@ -5,8 +5,9 @@ most real skills do exactly that. Two things make a file *executed directly*:
 
 - the skill's instructions run it in command position (``scripts/run.sh --in x``,
   ``./scripts/x.py``, ``{baseDir}/scripts/x.sh``): it needs both (SK221, SK222);
-- it starts with a shebang — its author meant it to run on its own — yet has no run bit and is
-  never run through an interpreter: it needs the run bit (SK222).
+- it starts with a shebang — its author meant it to run on its own — yet has no run bit, is
+  never run through an interpreter (not by the instructions, not by its own usage text), is no
+  test file and no other script of the skill imports or runs it: it needs the run bit (SK222).
 
 The advice fits the file: ``#!/usr/bin/env python3`` for Python, ``#!/usr/bin/env pwsh`` for
 PowerShell, and for a file type without a usual interpreter, run it through one instead.
@@ -15,6 +16,7 @@ PowerShell, and for a file type without a usual interpreter, run it through one 
 from __future__ import annotations
 
 import posixpath
+import re
 from pathlib import Path
 
 from skillctl.skill.diagnostics import Diagnostic
@@ -53,12 +55,35 @@ def _suffix(rel: str) -> str:
     return posixpath.splitext(name)[1].lower() if not name.startswith(".") else ""
 
 
-def _head(path: Path) -> bytes | None:
+def _head(path: Path, size: int = 4) -> bytes | None:
     try:
         with open(path, "rb") as fh:
-            return fh.read(4)
+            return fh.read(size)
     except OSError:
         return None
+
+
+def _runs_itself_through_an_interpreter(head: bytes, name: str) -> bool:
+    """A script whose own usage text runs it through an interpreter (``uv run x.py``,
+    ``python3 x.py``): the shebang is decoration, the run bit is not needed."""
+    text = head.decode("utf-8", errors="replace")
+    return re.search(rf"\b(python[\d.]*|uv run|uvx|pipx run|node|deno run|bun|bash|sh|pwsh|ruby|perl|npx tsx)\s+(\S*/)?{re.escape(name)}\b", text) is not None
+
+
+def _used_by_another_script(folder: Path, files: tuple[FileEntry, ...], rel: str) -> bool:
+    """Whether another script of the skill names ``rel`` (imports it as a module, or runs it:
+    then that script decides how, and the run bit may not matter). Only asked for the few files
+    that would otherwise be reported."""
+    name = posixpath.basename(rel)
+    stem = posixpath.splitext(name)[0]
+    pattern = re.compile(rf"\b{re.escape(name)}\b|^\s*(from\s+{re.escape(stem)}\s+import|import\s+{re.escape(stem)}\b)", re.MULTILINE)
+    for other in files:
+        if other.rel == rel or _suffix(other.rel) not in SHEBANGS:
+            continue
+        head = _head(folder / other.rel, 65536)
+        if head is not None and pattern.search(head.decode("utf-8", errors="replace")):
+            return True
+    return False
 
 
 def check_scripts(
@@ -98,9 +123,17 @@ def check_scripts(
                         shown_path(rel),
                     )
                 )
-        elif not runnable and rel not in interpreted and suffix in _SCRIPT_SUFFIXES and entry.size > 2:
-            head = _head(folder / rel)
-            if head is not None and head.startswith(b"#!"):
+        elif not runnable and rel not in interpreted and posixpath.basename(rel) not in interpreted and suffix in _SCRIPT_SUFFIXES and entry.size > 2:
+            name = posixpath.basename(rel)
+            if name.startswith("test_") or posixpath.splitext(name)[0].endswith("_test"):
+                continue  # a test file: the test runner runs it
+            head = _head(folder / rel, 4096)
+            if (
+                head is not None
+                and head.startswith(b"#!")
+                and not _runs_itself_through_an_interpreter(head, name)
+                and not _used_by_another_script(folder, files, rel)
+            ):
                 run = f"`{INTERPRETERS[suffix]} {rel}`" if suffix in INTERPRETERS else "its interpreter"
                 out.append(
                     Diagnostic(

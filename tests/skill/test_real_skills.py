@@ -20,8 +20,6 @@ EXPECTED = [
     ("github+awesome-copilot/skills/arize-prompt-optimization/SKILL.md", 6, 12, "SK301"),  # "1.0": a note
     # SKILL.md → phase1-advisor.md → architecture-guidance-sources.md: a chain
     ("github+awesome-copilot/skills/azure-architecture-autopilot/references/phase1-advisor.md", 56, 7, "SK212"),
-    # a shebang, no run bit, and nothing runs it through python
-    ("github+awesome-copilot/skills/azure-architecture-autopilot/scripts/generator.py", 0, 0, "SK222"),
     ("github+awesome-copilot/skills/brag-sheet/SKILL.md", 18, 12, "SK301"),
     ("github+awesome-copilot/skills/brag-sheet/SKILL.md", 19, 1, "SK161"),  # argument-hint: Claude Code's, not the spec's
     ("github+awesome-copilot/skills/generate-image/SKILL.md", 7, 1, "SK161"),

@@ -216,6 +216,25 @@ def test_shebang_without_run_bit_unless_run_through_an_interpreter(in_tmp: Path)
     assert codes(only(check("demo"))) == []
 
 
+@pytest.mark.parametrize(
+    ("files", "why"),
+    [
+        ({"scripts/x.py": ('#!/usr/bin/env python3\n"""Usage: uv run x.py --in FILE"""\n', 0o644)}, "its usage runs it with uv"),
+        ({"scripts/x.py": ("#!/usr/bin/env python3\n", 0o644), "scripts/main.py": ("import x\n", 0o755)}, "imported by another script"),
+        ({"scripts/x.py": ("#!/usr/bin/env python3\n", 0o644), "scripts/all.py": ("run('x.py')\n", 0o755)}, "run by another script"),
+        ({"scripts/test_x.py": ("#!/usr/bin/env python3\n", 0o644)}, "a test file"),
+    ],
+)
+def test_shebang_without_run_bit_that_needs_none(in_tmp: Path, files: dict, why: str) -> None:
+    make_skill(in_tmp, body=body("Nothing here runs it directly."), files=files)
+    assert codes(only(check("demo"))) == [], why
+
+
+def test_an_interpreter_given_a_path_outside_the_skill_still_names_the_script(in_tmp: Path) -> None:
+    make_skill(in_tmp, body=body("```", "python /path/to/demo/scripts/x.py --all", "```"), files={"scripts/x.py": ("#!/usr/bin/env python3\n", 0o644)})
+    assert codes(only(check("demo"))) == []
+
+
 def test_a_markdown_file_is_read_not_run(in_tmp: Path) -> None:
     make_skill(in_tmp, body=body("```", "references/guide.md   the guide", "```"), files={"references/guide.md": "# G\n"})
     assert codes(only(check("demo"))) == []
