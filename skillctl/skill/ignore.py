@@ -7,6 +7,8 @@ and the bundler both ask this module, so "what gets packed" and "what gets check
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,11 +43,12 @@ class IgnoreRules:
 def load_ignore_rules(root: Path) -> IgnoreRules:
     """Read ``root/.skillignore`` if present (unreadable or binary → treated as absent by the
     bundler; the validator reports it separately)."""
-    path = root / IGNORE_FILE
+    path = os.path.join(root, IGNORE_FILE)
     try:
-        if path.is_symlink() or not path.is_file():
+        if not stat.S_ISREG(os.lstat(path).st_mode):  # missing, a link or a folder: no rules
             return IgnoreRules(None)
-        text = path.read_text("utf-8", errors="replace")
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
     except OSError:
         return IgnoreRules(None)
     import pathspec  # only for a skill that has a .skillignore: most do not

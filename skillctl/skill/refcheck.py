@@ -48,6 +48,7 @@ _MARKDOWN_EXT_RE = re.compile(r"\.(?:md|markdown|mdx)(?![\w/-])", re.IGNORECASE)
 _WORD_BEFORE_RE = re.compile(r"[^\s()<>\[\]`'\"|*,;=]+$")
 # script files whose mention in a referenced file may be a command (see scripts.SHEBANGS)
 _SCRIPT_EXTENSIONS = frozenset({"py", "sh", "bash", "zsh", "fish", "js", "mjs", "cjs", "ts", "rb", "pl", "php", "ps1", "r", "lua"})
+_SCRIPT_MENTION_RE = re.compile(r"\w\.(?:" + "|".join(sorted(_SCRIPT_EXTENSIONS)) + r")\b", re.IGNORECASE)
 
 
 @dataclass
@@ -215,8 +216,10 @@ class _Checker:
         finds the Markdown paths they name (a link, a path in prose or in code — each makes the
         agent read on), and only lines naming one of the skill's scripts are read as commands."""
         first_level = set(direct) | {"SKILL.md"}
-        scripts = sorted({posixpath.basename(f) for f in self.files if f.rsplit(".", 1)[-1].lower() in _SCRIPT_EXTENSIONS})
-        commands = re.compile("|".join(re.escape(s) for s in scripts)) if scripts else None
+        has_scripts = any(f.rsplit(".", 1)[-1].lower() in _SCRIPT_EXTENSIONS for f in self.files)
+        # lines naming a script-like file (one pattern: an alternation of every script's name
+        # would be slow on long files)
+        commands = _SCRIPT_MENTION_RE if has_scripts else None
         for rel in direct:
             text = self.read(rel)
             if text is None:

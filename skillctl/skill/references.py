@@ -236,7 +236,7 @@ def find_references(
                 continue
             if _FENCE_RE.match(line):
                 continue
-            body = _PROMPT_RE.sub(lambda m: " " * len(m.group()), line) if shell else line
+            body = _PROMPT_RE.sub(lambda m: " " * len(m.group()), line) if shell and line.lstrip()[:1] in ("$", ">", "P") else line
             refs += _code_references(body, 0, "", i, own_name, folders, shell, single_word_is_command=True)
             continue
         if "/" not in line and "](" not in line and "]:" not in line and "`" not in line:
@@ -275,7 +275,7 @@ def find_references(
             if split is None:
                 continue
             path, placeholder = split
-            role = "command" if _RUN_WORDS_RE.search(line[: m.start()]) and not token.endswith("/") else ""
+            role = "command" if not token.endswith("/") and _RUN_WORDS_RE.search(line, max(0, m.start() - 48), m.start()) else ""
             refs.append(
                 Reference(
                     path, i, m.start() + len(token) - len(path), "prose", role, placeholder, _own(token, folders), line[: m.start()]
@@ -300,7 +300,7 @@ def _code_references(
         word = m.group()
         role = _role_at(code, m.start()) if shell and not word.endswith("/") else ""  # a folder is not run
         if role == "command" and n_words == 1 and not single_word_is_command and not word.startswith("./"):
-            role = "command" if _RUN_WORDS_RE.search(prefix) else ""
+            role = "command" if _RUN_WORDS_RE.search(prefix, max(0, len(prefix) - 48)) else ""
         if "/" not in word:
             if _WINDOWS_PATH_RE.match(word):
                 word = word.replace("\\", "/")  # python scripts\\convert.py: the same file

@@ -8,6 +8,7 @@ raises ``SkillError`` listing the errors.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -83,9 +84,13 @@ def _read_skill_md(folder: Path, shown: str) -> tuple[bytes | None, str, list[Di
                 Diagnostic("SK002", f"found '{other}'; the spec requires the exact name SKILL.md — rename it", f"{shown}/{other}")
             ]
         return None, md_shown, [Diagnostic("SK001", "no SKILL.md in this folder; create one (skillctl init NAME scaffolds it)", md_shown)]
-    if md.is_symlink():
+    try:
+        mode = os.lstat(md).st_mode
+    except OSError as exc:
+        return None, md_shown, [Diagnostic("SK011", f"cannot read SKILL.md: {exc.strerror or exc}", md_shown)]
+    if stat.S_ISLNK(mode):
         return None, md_shown, [Diagnostic("SK011", "SKILL.md is a symbolic link; skills must contain the file itself", md_shown)]
-    if not md.is_file():
+    if not stat.S_ISREG(mode):
         return None, md_shown, [Diagnostic("SK011", "SKILL.md is not a regular file", md_shown)]
     try:
         with open(md, "rb") as fh:
