@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Callable
 
 from skillctl.skill.diagnostics import Diagnostic
@@ -44,6 +43,9 @@ _METADATA_FIELDS = ("version", "author", "tags")
 
 @lru_cache(maxsize=1)
 def frontmatter_schema() -> dict[str, Any]:
+    """The published JSON Schema (for editors, other tools and the agreement tests)."""
+    from importlib import resources  # not needed to validate: imported when asked for
+
     text = resources.files("skillctl.skill").joinpath("schemas/frontmatter.schema.json").read_text("utf-8")
     return json.loads(text)
 
