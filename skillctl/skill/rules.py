@@ -135,24 +135,21 @@ def check_front_matter(doc: SkillDocument, folder_name: str | None, shown: str, 
             if folder_name is not None and name != folder_name:
                 at("SK107", f"name '{name}' must equal the folder name '{folder_name}'; rename one of them", "name")
 
-    if "description" in meta:
-        problem = _text_problem(meta["description"], MAX_DESCRIPTION)
+    # description and compatibility: non-blank text up to a length
+    for key, limit, long_code, bad_code, advice, what in (
+        ("description", MAX_DESCRIPTION, "SK113", "SK112", " — move detail into the body",
+         "a non-empty string saying what the skill does and when to use it"),
+        ("compatibility", MAX_COMPATIBILITY, "SK122", "SK121", "", "a non-empty string"),
+    ):
+        if key not in meta:
+            continue
+        value = meta[key]
+        problem = _text_problem(value, limit)
         if problem == "long":
-            n = len(meta["description"])
-            at("SK113", f"description is {n} characters long; the limit is {MAX_DESCRIPTION} — move detail into the body", "description")
-            if not meta["description"].strip():
-                problem = "blank text"
-        if problem and problem != "long":
-            at("SK112", f"description must be a non-empty string saying what the skill does and when to use it, got {problem}", "description")
-
-    if "compatibility" in meta:
-        problem = _text_problem(meta["compatibility"], MAX_COMPATIBILITY)
-        if problem == "long":
-            at("SK122", f"compatibility is {len(meta['compatibility'])} characters long; the limit is {MAX_COMPATIBILITY}", "compatibility")
-            if not meta["compatibility"].strip():
-                problem = "blank text"
-        if problem and problem != "long":
-            at("SK121", f"compatibility must be a non-empty string, got {problem}", "compatibility")
+            at(long_code, f"{key} is {len(value)} characters long; the limit is {limit}{advice}", key)
+            problem = None if value.strip() else "blank text"
+        if problem:
+            at(bad_code, f"{key} must be {what}, got {problem}", key)
 
     if "metadata" in meta:
         diags += _metadata_checks(doc, meta["metadata"], shown, profile)
