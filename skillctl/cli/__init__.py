@@ -51,6 +51,7 @@ COMMANDS: dict[str, str] = {
 SUMMARIES: dict[str, str] = {
     "catalog": "Print the <available_skills> block the model would see for REFs (metadata only).",
     "copy": "Copy REF from one registry to another, both ways between a folder and an OCI registry.",
+    "env": "Skill environments: the packages skills' scripts import, in an image layer.",
     "export": "Write verified, unpacked skills into a folder, for agents that read skills from disk.",
     "image": "Build and inspect the agent image the sandbox runs.",
     "init": "Create a new skill folder NAME with SKILL.md, scripts/ and references/.",
@@ -59,6 +60,7 @@ SUMMARIES: dict[str, str] = {
     "lint": "Alias of `validate`.",
     "list": "List the skills in the registry with their default and latest versions.",
     "lock": "Resolve skills.yaml's ranges to exact versions and digests in skills.lock.",
+    "memory": "Long-term memories: folders a run mounts at /memory with `skillctl run --memory NAME`.",
     "pack": "Validate and pack skills into reproducible NAME-VERSION.skill.tgz bundles.",
     "publish": "Publish skill folders or .skill.tgz bundles to the registry.",
     "pull": "Fetch a skill version, verify its digest and unpack it safely into OUT/NAME/.",

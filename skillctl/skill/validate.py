@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from skillctl.env.imports import check_folder
 from skillctl.errors import SkillError
 from skillctl.skill.diagnostics import Diagnostic
 from skillctl.skill.discovery import Excludes, SearchLimits, discover
@@ -119,6 +118,14 @@ def _body_checks(doc: SkillDocument, md_shown: str) -> list[Diagnostic]:
     return diags
 
 
+def _environment_findings(folder: Path, shown: str, paths: frozenset[str], owner: str) -> list[Diagnostic]:
+    """SK251/SK252 from the skill environments checker (imported when first needed: it brings
+    ``ast`` and ``packaging``)."""
+    from skillctl.env.imports import check_folder
+
+    return [Diagnostic(*found) for found in check_folder(folder, shown, paths, owner)]
+
+
 def check_skill(folder: Path, shown: str | None = None, profile: Profile | str = "spec") -> SkillReport:
     """Every problem with the skill in ``folder``; never raises for bad content.
 
@@ -143,7 +150,7 @@ def check_skill(folder: Path, shown: str | None = None, profile: Profile | str =
         folder_name = Path(os.path.abspath(folder)).name
         diags += check_front_matter(doc, folder_name, md_shown, profile)
         diags += _body_checks(doc, md_shown)
-        diags += [Diagnostic(*found) for found in check_folder(folder, shown, scan.paths, folder_name)]
+        diags += _environment_findings(folder, shown, scan.paths, folder_name)
         raw_name = doc.metadata.get("name")
         name = raw_name if isinstance(raw_name, str) else None
         if doc.body.strip():

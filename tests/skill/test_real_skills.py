@@ -41,12 +41,18 @@ def test_every_skill_is_found(reports) -> None:
 
 
 def test_diagnostics_are_the_pinned_ones(reports) -> None:
-    found = [(str(Path(d.file).relative_to(REAL)), d.line, d.column, d.code) for r in reports for d in r.diagnostics]
+    # SK251–SK259 come from the skill environments checker and are pinned by its own tests
+    found = [
+        (str(Path(d.file).relative_to(REAL)), d.line, d.column, d.code)
+        for r in reports
+        for d in r.diagnostics
+        if not "SK251" <= d.code <= "SK259"
+    ]
     assert found == EXPECTED
 
 
 def test_every_warning_says_what_to_do(reports) -> None:
-    verbs = ("add ", "fix ", "run:", "link ", "write ", "keep ", "rename ", "did you mean", "check with --profile", "flatten ")
+    verbs = ("add ", "fix ", "run:", "link ", "write ", "keep ", "rename ", "did you mean", "check with --profile", "flatten ", "declare ")
     for d in (d for r in reports for d in r.diagnostics):
         assert any(v in d.message for v in verbs), d.format()
 
