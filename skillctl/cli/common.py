@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
 from skillctl.errors import SkillctlError
-from skillctl.protocols import Registry
+
+if TYPE_CHECKING:  # an annotation only: validate, which uses these helpers, needs no registry
+    from skillctl.protocols import Registry
 
 format_option = click.option(
     "--format",
@@ -31,6 +32,8 @@ exclude_option = click.option(
 
 
 def emit_json(data: Any) -> None:
+    import json  # only commands asked for --format json pay for it
+
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False))
 
 

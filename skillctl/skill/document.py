@@ -17,7 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from frontmatter.default_handlers import SafeLoader as _Loader
+
+# The loader python-frontmatter's YAML handler uses: libyaml's when PyYAML was built with it.
+# Named here rather than imported from python-frontmatter, whose import also loads its JSON and
+# TOML handlers; tests/skill/test_document.py checks that the two are the same class.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 from skillctl.skill.diagnostics import Diagnostic
 

@@ -29,9 +29,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import yaml
-from frontmatter.default_handlers import SafeLoader as _Loader
 
-from skillctl.skill.document import MAX_SKILL_MD_BYTES, parse_skill_md
+from skillctl.skill.document import _Loader, MAX_SKILL_MD_BYTES, parse_skill_md
 from skillctl.skill.profiles import PROFILES, STRING, Profile
 
 DEFAULT_VERSION = "0.1.0"

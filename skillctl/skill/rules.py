@@ -21,7 +21,6 @@ its key, where the key is shown.
 
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
 from typing import Any, Callable
@@ -44,6 +43,7 @@ _METADATA_FIELDS = ("version", "author", "tags")
 @lru_cache(maxsize=1)
 def frontmatter_schema() -> dict[str, Any]:
     """The published JSON Schema (for editors, other tools and the agreement tests)."""
+    import json
     from importlib import resources  # not needed to validate: imported when asked for
 
     text = resources.files("skillctl.skill").joinpath("schemas/frontmatter.schema.json").read_text("utf-8")

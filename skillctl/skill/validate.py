@@ -118,9 +118,30 @@ def _body_checks(doc: SkillDocument, md_shown: str) -> list[Diagnostic]:
     return diags
 
 
+def _may_hold_python(folder: Path, paths: frozenset[str]) -> bool:
+    """Whether the skill holds what the environments checker reads: a requirements.txt, a ``.py``
+    file, or a file starting with a python shebang (its ``is_python_script``). Most skills hold
+    none, and then the checker — ``ast``, ``packaging`` — is not even imported."""
+    for rel in paths:
+        name = rel.rsplit("/", 1)[-1]
+        if name == "requirements.txt" or rel.endswith(".py"):
+            return True
+        if rel.endswith((".md", ".txt", ".json", ".yaml", ".yml", ".csv")):
+            continue
+        try:
+            with open(os.path.join(folder, rel), "rb") as fh:
+                first = fh.read(256).split(b"\n", 1)[0]
+        except OSError:
+            continue
+        if first.startswith(b"#!") and b"python" in first:
+            return True
+    return False
+
+
 def _environment_findings(folder: Path, shown: str, paths: frozenset[str], owner: str) -> list[Diagnostic]:
-    """SK251/SK252 from the skill environments checker (imported when first needed: it brings
-    ``ast`` and ``packaging``)."""
+    """SK251/SK252 from the skill environments checker, imported when a skill needs it."""
+    if not _may_hold_python(folder, paths):
+        return []
     from skillctl.env.imports import check_folder
 
     return [Diagnostic(*found) for found in check_folder(folder, shown, paths, owner)]

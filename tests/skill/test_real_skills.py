@@ -60,3 +60,33 @@ def test_every_warning_says_what_to_do(reports) -> None:
 def test_client_profiles_accept_what_their_client_documents(reports) -> None:
     claude = validate_paths([REAL / "github+awesome-copilot" / "skills" / "brag-sheet"], profile="claude-code")
     assert [d.code for r in claude for d in r.diagnostics] == ["SK301"]
+
+
+def test_the_environments_check_is_skipped_only_where_it_has_nothing_to_say() -> None:
+    """validate imports the skill environments checker only for skills that may hold Python; on
+    every real skill, a skill it skips is one where that checker finds nothing."""
+    from skillctl.env.imports import check_folder
+    from skillctl.skill.files import scan_folder
+    from skillctl.skill.ignore import load_ignore_rules
+    from skillctl.skill.validate import _may_hold_python
+
+    skipped = 0
+    for skill_md in sorted(REAL.rglob("SKILL.md")):
+        folder = skill_md.parent
+        paths = scan_folder(folder, "", load_ignore_rules(folder)).paths
+        if not _may_hold_python(folder, paths):
+            skipped += 1
+            assert check_folder(folder, "", paths, folder.name) == [], folder
+    assert skipped > 20  # most real skills hold no Python at all
+
+
+def test_a_python_script_without_the_py_ending_still_gets_the_environments_check(tmp_path: Path) -> None:
+    from skillctl.skill.validate import check_skill
+
+    from .helpers import make_skill
+
+    tool = "#!/usr/bin/env python3\nimport yaml\n"
+    folder = make_skill(tmp_path, files={"scripts/tool": (tool, 0o755)})
+    assert [d.code for d in check_skill(folder).diagnostics] == ["SK251"]
+    (folder / "scripts" / "tool").write_text("#!/bin/sh\nimport yaml\n")
+    assert [d.code for d in check_skill(folder).diagnostics] == []
