@@ -334,7 +334,7 @@ def _own(token: str, folders: frozenset[str]) -> bool:
 
 def normalise(raw: str) -> tuple[str, bool]:
     """``raw`` → (POSIX path relative to its base, escapes the base)."""
-    path = unquote(raw.split("#", 1)[0].split("?", 1)[0] if not _is_glob(raw) else raw.split("#", 1)[0]).strip()
+    path = unquote(raw.split("#", 1)[0].split("?", 1)[0] if not is_glob(raw) else raw.split("#", 1)[0]).strip()
     if path.startswith("./"):
         path = path[2:]
     norm = posixpath.normpath(path) if path else ""
@@ -342,9 +342,5 @@ def normalise(raw: str) -> tuple[str, bool]:
     return ("" if escapes else norm), escapes
 
 
-def _is_glob(path: str) -> bool:
-    return any(c in path for c in "*?{")
-
-
 def is_glob(path: str) -> bool:
-    return _is_glob(path)
+    return any(c in path for c in "*?{")

@@ -28,12 +28,11 @@ from typing import Any, Callable
 from skillctl.skill.diagnostics import Diagnostic
 from skillctl.skill.document import SkillDocument
 from skillctl.skill.model import as_semver
-from skillctl.skill.profiles import PROFILES, SPEC_FIELDS, STRING, Profile, kind_matches
+from skillctl.skill.profiles import PROFILES, STRING, Profile, kind_matches
 
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
-ALLOWED_FIELDS = SPEC_FIELDS
 # MAJOR.MINOR.PATCH(+build): valid SemVer, nothing more to check (most skills).
 _PLAIN_RELEASE_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$")
 # Fields people put at the top level that belong under metadata.
