@@ -49,6 +49,7 @@ COMMANDS: dict[str, str] = {
 
 
 SUMMARIES: dict[str, str] = {
+    "audit": "Audit skills for malicious or risky content, without running anything.",
     "catalog": "Print the <available_skills> block the model would see for REFs (metadata only).",
     "copy": "Copy REF from one registry to another, both ways between a folder and an OCI registry.",
     "env": "Skill environments: the packages skills' scripts import, in an image layer.",
@@ -68,6 +69,7 @@ SUMMARIES: dict[str, str] = {
     "remove": "Delete NAME@VERSION — only if it was never fetched or locked.",
     "run": "Run an agent on TASK with the given skills loaded into a sandbox.",
     "show": "Show a skill and the version REF resolves to (NAME, NAME@RANGE, skill_ID[@VERSION]).",
+    "site": "Publish skills where any web server or CDN can serve them (/.well-known/agent-skills/).",
     "unyank": "Make a yanked NAME@VERSION resolvable by ranges again.",
     "validate": "Check skills against the Agent Skills specification.",
     "version": "Print the version of the skill at PATH, or set it.",
