@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 GOOD = '---\nname: good\ndescription: A good skill.\nmetadata:\n  version: "1.0.0"\n---\n\nRun it:\n\n```\nscripts/run.sh\n```\n'
+# a Python script with an undeclared import: the installed hook needs its data files (import map)
+TOOL = "#!/usr/bin/env python3\n# /// script\n# dependencies = [\"pyyaml\"]\n# ///\nimport yaml\n"
 BAD = "---\nname: bad\ndescription: A bad skill.\nversion: 1.0.0\n---\n\n# Bad\n"
 
 
@@ -46,9 +48,11 @@ def hook_source(tmp_path: Path) -> tuple[Path, str]:
     """A git repository with this checkout's package and hook manifest, committed."""
     src = tmp_path / "hook-src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml"):
+    # what `pip install .` of a clone reads: the packaging files, the package, the image context
+    for name in ("pyproject.toml", "setup.py", "README.md", ".pre-commit-hooks.yaml"):
         shutil.copy2(ROOT / name, src / name)
-    shutil.copytree(ROOT / "skillctl", src / "skillctl", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for folder in ("skillctl", "container"):
+        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     git(src, "init", "-q")
     git(src, "add", "-A")
     git(src, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qm", "hook source")
@@ -62,6 +66,9 @@ def project(tmp_path: Path, src: Path, rev: str, args: list[str]) -> Path:
     run_sh = proj / "skills" / "good" / "scripts" / "run.sh"
     run_sh.write_text("#!/bin/sh\necho ok\n")
     run_sh.chmod(0o755)
+    tool = proj / "skills" / "good" / "scripts" / "tool.py"
+    tool.write_text(TOOL)
+    tool.chmod(0o755)
     (proj / "notes.txt").write_text("not a skill\n")
     (proj / ".pre-commit-config.yaml").write_text(
         f"repos:\n  - repo: {src}\n    rev: {rev}\n    hooks:\n      - id: skillctl-validate\n        args: {args}\n"
@@ -122,3 +129,9 @@ def test_a_change_to_a_script_rechecks_its_skill(tmp_path: Path, env: dict[str, 
     failed = pre_commit(proj, env, "run")
     assert failed.returncode == 1
     assert "skills/good/scripts/run.sh:0:0: SK222 warning scripts/run.sh is run directly (SKILL.md:11)" in failed.stdout
+    # the hook's own install carries its data (the import-name map of the environments check)
+    (proj / "skills" / "good" / "scripts" / "tool.py").write_text("#!/usr/bin/env python3\nimport yaml\n")
+    git(proj, "add", "skills/good/scripts/tool.py")
+    undeclared = pre_commit(proj, env, "run")
+    assert "skills/good/scripts/tool.py:2:1: SK251 warning imports 'yaml'" in undeclared.stdout
+    assert "declare 'PyYAML'" in undeclared.stdout
