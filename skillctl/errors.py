@@ -11,7 +11,8 @@
     │   └── UnsupportedError      this kind of registry cannot do that (e.g. remove on OCI)
     ├── LockError                 skills.yaml / skills.lock is missing, stale or invalid
     ├── SandboxError              the container (or local sandbox) cannot do what was asked
-    │   └── SandboxTimeout        the host-side deadline for a call passed
+    │   ├── SandboxTimeout        the host-side deadline for a call passed
+    │   └── EgressError           the run's network, egress proxy or firewall cannot be set up
     ├── EnvError                  a skill environment cannot be declared, resolved or built
     │   └── EnvIntegrityError     a package file's sha256 differs from the resolution or lock
     ├── ModelError                the model endpoint failed in a way the loop cannot absorb
@@ -73,6 +74,10 @@ class SandboxError(SkillctlError):
 
 
 class SandboxTimeout(SandboxError):
+    pass
+
+
+class EgressError(SandboxError):
     pass
 
 

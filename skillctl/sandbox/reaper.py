@@ -1,4 +1,4 @@
-"""Remove skillctl containers that nobody will clean up any more.
+"""Remove skillctl containers, networks and host leftovers that nobody will clean up any more.
 
 A container is an orphan when its expiry label has passed, or when the process that started it
 is gone. The owner label is ``host/boot-id/pid/start-time``: the boot id tells a reboot apart
@@ -7,7 +7,9 @@ another host (a shared remote daemon) cannot be checked; their containers go onl
 
 ``reap`` runs at every sandbox start, so a host process killed with SIGKILL leaves its
 container behind only until the next start (and at most until its TTL, when the entrypoint's
-sleep ends and the auto-removed container disappears by itself).
+sleep ends and the auto-removed container disappears by itself). The same rule applies to the
+Docker networks a run creates (same labels; removed after the containers, which may still be
+attached) and to what it recorded in ``leftovers`` (its proxy process, CA folder, firewall rules).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def _boot_id() -> str:
         return "unknown-boot"
 
 
-def _start_time(pid: int) -> str | None:
+def process_start_time(pid: int) -> str | None:
     """The process's start time in clock ticks since boot, or None if it does not exist."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -50,7 +52,7 @@ class Owner:
     @classmethod
     def current(cls) -> "Owner":
         pid = os.getpid()
-        return cls(socket.gethostname(), _boot_id(), pid, _start_time(pid) or "0")
+        return cls(socket.gethostname(), _boot_id(), pid, process_start_time(pid) or "0")
 
     def label(self) -> str:
         return f"{self.host}/{self.boot_id}/{self.pid}/{self.start_time}"
@@ -68,7 +70,7 @@ class Owner:
             return None
         if self.boot_id != _boot_id():
             return True
-        return _start_time(self.pid) != self.start_time
+        return process_start_time(self.pid) != self.start_time
 
 
 def orphan_reason(labels: dict[str, str], now: float) -> str | None:
@@ -87,15 +89,23 @@ def orphan_reason(labels: dict[str, str], now: float) -> str | None:
     return None
 
 
-def reap(client: Any, *, now: float | None = None, labels: Mapping[str, str] | None = None) -> list[str]:
-    """Remove every skillctl container that is expired or orphaned; return their ids.
+def reap(
+    client: Any,
+    *,
+    now: float | None = None,
+    labels: Mapping[str, str] | None = None,
+    leftovers_dir: Path | None = None,
+) -> list[str]:
+    """Remove every skillctl container, then network, then recorded host leftover that is
+    expired or orphaned; return the ids removed (container and network ids, run ids).
 
-    ``labels`` narrows the sweep to containers that also carry these labels (tests use it so
-    as not to touch other runs' sandboxes). Removal is forced and takes the container's
-    anonymous volumes with it. A container already being removed (auto-remove after its TTL)
-    is not an error.
+    ``labels`` narrows the sweep to those that also carry these labels (tests use it so as not
+    to touch other runs' sandboxes). Removal is forced and takes a container's anonymous volumes
+    with it. A container already being removed (auto-remove after its TTL) is not an error.
     """
     import docker.errors
+
+    from skillctl.sandbox.leftovers import reap_leftovers
 
     now = time.time() if now is None else now
     removed: list[str] = []
@@ -105,7 +115,7 @@ def reap(client: Any, *, now: float | None = None, labels: Mapping[str, str] | N
         # between (another run ending) made the whole sweep fail with NotFound.
         containers = client.api.containers(all=True, filters={"label": selector})
     except docker.errors.APIError:
-        return removed  # reaping is housekeeping; the start that follows reports daemon errors
+        containers = []  # reaping is housekeeping; the start that follows reports daemon errors
     for container in containers:
         if orphan_reason(container.get("Labels") or {}, now) is None:
             continue
@@ -117,4 +127,31 @@ def reap(client: Any, *, now: float | None = None, labels: Mapping[str, str] | N
             if "already in progress" not in str(exc):
                 continue
         removed.append(container["Id"])
+    removed += _reap_networks(client, now, selector)
+    removed += reap_leftovers(now, labels=labels, directory=leftovers_dir)
+    return removed
+
+
+def _reap_networks(client: Any, now: float, selector: list[str]) -> list[str]:
+    import docker.errors
+
+    removed: list[str] = []
+    try:
+        networks = client.api.networks(filters={"label": selector})
+    except docker.errors.APIError:
+        return removed
+    for network in networks:
+        if orphan_reason(network.get("Labels") or {}, now) is None:
+            continue
+        try:
+            # The list does not say which containers are attached; inspect says.
+            attached = client.api.inspect_network(network["Id"]).get("Containers") or {}
+            for container_id in attached:
+                client.api.disconnect_container_from_network(container_id, network["Id"], force=True)
+            client.api.remove_network(network["Id"])
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError:
+            continue  # still in use by something we may not touch; the next sweep tries again
+        removed.append(network["Id"])
     return removed

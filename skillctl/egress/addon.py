@@ -1,0 +1,359 @@
+"""The mitmproxy addon that enforces a run's network policy (runs in the proxy process only).
+
+Per request, in mitmproxy's hook order:
+
+- ``http_connect``: a CONNECT to a host outside ``allowed_domains`` is answered 403.
+- ``requestheaders``: the host is checked again (plain HTTP has no CONNECT), a ``Host`` header
+  naming another host is refused, and the upstream address is chosen *now*: the
+  ``--egress-resolve`` mapping, or DNS — refusing loopback, link-local and private answers —
+  and the address that passed is the one ``server_connect`` dials (no second lookup a
+  rebinding DNS could answer differently). Placeholders of the secrets bound to this host are
+  replaced in headers and URL; placeholders of other secrets are left and reported.
+- ``request`` (buffered bodies) or a stream callback (large bodies): the same in the body.
+- ``responseheaders``/``response``: every real value is replaced by its placeholder, in headers
+  and body. Identity-encoded bodies stream through a ``Rewriter``; their length may change, so
+  they are re-framed chunked. Compressed bodies are buffered, decoded, scrubbed, re-encoded.
+- ``tcp_start``: anything that is not HTTP(S) is refused.
+
+Each request ends as one record passed to ``emit`` (never a secret value, only names).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from mitmproxy import http
+from mitmproxy.net.http import url
+from mitmproxy.net.http.http1 import expected_http_body_size
+
+from skillctl.egress.rules import (
+    LOOPBACK_ONLY_ENV,
+    Rewriter,
+    first_match,
+    forbidden_reason,
+    guard_refusal,
+    normalize_host,
+    parse_ip,
+    redact_query,
+)
+
+# Request bodies up to this size are buffered (Content-Length stays exact); larger ones stream.
+STREAM_REQUEST_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Secret:
+    name: str
+    domains: tuple[str, ...]
+    placeholder: bytes
+    value: bytes
+
+
+@dataclass
+class FlowState:
+    """What the log record of one request needs, gathered across hooks."""
+
+    decision: str = "allowed"
+    reason: str = ""
+    upstream: str | None = None
+    injected: set[str] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)
+    request_bytes: int = 0
+    response_bytes: int = 0
+    buffered_response: bool = False
+
+
+def now_iso() -> str:
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+
+
+def egress_record(**fields: Any) -> dict[str, Any]:
+    """One request's log record; every field present, in a fixed order."""
+    record: dict[str, Any] = {
+        "type": "egress", "time": now_iso(), "method": "", "scheme": "", "host": "", "port": 0, "path": "",
+        "status": None, "request_bytes": 0, "response_bytes": 0, "decision": "allowed", "reason": "",
+        "upstream": None, "secrets": [], "warnings": [], "error": None,
+    }
+    record.update(fields)
+    return record
+
+
+def _stream(fn: Callable[[bytes], bytes], count: Callable[[int], None]) -> Callable[[bytes], list[bytes]]:
+    """A mitmproxy stream callback: never yields an empty chunk (HTTP/1 would frame it as the
+    terminating ``0\\r\\n\\r\\n``)."""
+
+    def callback(chunk: bytes) -> list[bytes]:
+        count(len(chunk))
+        out = fn(chunk)
+        return [out] if out else []
+
+    return callback
+
+
+def _rechunk(message: http.Message) -> None:
+    """The body's length will change while streaming: frame it chunked instead."""
+    message.headers.pop("content-length", None)
+    message.headers["transfer-encoding"] = "chunked"
+
+
+class EgressAddon:
+    def __init__(self, config: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> None:
+        self.allowed: list[str] = list(config["allowed_domains"])
+        self.policy_text: str = config.get("policy", "the run's network policy")
+        self.resolve_map = {normalize_host(h): (a, int(p)) for h, (a, p) in config.get("resolve", {}).items()}
+        self.secrets = [
+            Secret(s["name"], tuple(s["domains"]), s["placeholder"].encode(), s["value"].encode())
+            for s in config.get("secrets", [])
+        ]
+        self.scrub_map = {s.value: s.placeholder for s in self.secrets}
+        self.loopback_only = bool(os.environ.get(LOOPBACK_ONLY_ENV))
+        self.emit = emit
+        self._vetted: dict[tuple[str, str, int], tuple[str, int]] = {}
+
+    # ------------------------------------------------------------------ helpers
+
+    @staticmethod
+    def _state(flow: http.HTTPFlow) -> FlowState:
+        return flow.metadata.setdefault("skillctl", FlowState())
+
+    def _deny(self, flow: http.HTTPFlow, reason: str) -> None:
+        state = self._state(flow)
+        state.decision, state.reason = "denied", reason
+        body = (
+            f"skillctl egress proxy: request refused by {self.policy_text}: {reason}.\n"
+            f"Allowed domains: {', '.join(self.allowed) or 'none'}.\n"
+        )
+        flow.response = http.Response.make(
+            403, body, {"content-type": "text/plain; charset=utf-8", "x-skillctl-egress": "denied"}
+        )
+
+    def _record(self, flow: http.HTTPFlow, *, error: str | None = None) -> None:
+        state = self._state(flow)
+        req = flow.request
+        self.emit(
+            egress_record(
+                method=req.method,
+                scheme=req.scheme,
+                host=normalize_host(req.host),
+                port=req.port,
+                path="" if req.method == "CONNECT" else redact_query(req.path),
+                status=flow.response.status_code if flow.response is not None else None,
+                request_bytes=state.request_bytes,
+                response_bytes=state.response_bytes,
+                decision=state.decision,
+                reason=state.reason,
+                upstream=state.upstream,
+                secrets=sorted(state.injected),
+                warnings=state.warnings,
+                error=error,
+            )
+        )
+
+    def _request_rewriter(self, host: str) -> tuple[Rewriter, set[bytes]]:
+        """Placeholders of this host's secrets → real values; other placeholders map to
+        themselves, so they are only noticed."""
+        mine = {s.placeholder for s in self.secrets if first_match(s.domains, host)}
+        mapping = {s.placeholder: (s.value if s.placeholder in mine else s.placeholder) for s in self.secrets}
+        return Rewriter(mapping), mine
+
+    def _settle(self, flow: http.HTTPFlow, rewriter: Rewriter, mine: set[bytes]) -> None:
+        """Turn what a request rewriter found into the record's secret names and warnings."""
+        state = self._state(flow)
+        host = normalize_host(flow.request.host)
+        for s in self.secrets:
+            if s.placeholder not in rewriter.found:
+                continue
+            if s.placeholder in mine:
+                state.injected.add(s.name)
+            else:
+                warning = f"placeholder of {s.name} sent to {host}, which is not its domain; left as is"
+                if warning not in state.warnings:
+                    state.warnings.append(warning)
+
+    async def _vet(self, host: str, port: int) -> tuple[tuple[str, int] | None, str]:
+        """(address to dial, why) — address None means refused, and why says why."""
+        if host in self.resolve_map:
+            addr, mapped_port = self.resolve_map[host]
+            if self.loopback_only and (why := guard_refusal(addr)):
+                return None, why
+            return (addr, mapped_port), f"mapped to {addr}:{mapped_port}"
+        if parse_ip(host) is not None:
+            candidates = [normalize_host(host)]
+        elif self.loopback_only:
+            return None, f"{LOOPBACK_ONLY_ENV} is set: no DNS lookups; map {host} with --egress-resolve"
+        else:
+            try:
+                infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            except OSError as exc:
+                return None, f"cannot resolve {host} ({exc.strerror or exc})"
+            candidates = list(dict.fromkeys(str(info[4][0]) for info in infos))
+        for candidate in candidates:
+            why = forbidden_reason(candidate)
+            if why:
+                return None, f"{host} resolves to {candidate}, {why}; only hosts mapped with --egress-resolve may go there"
+        if self.loopback_only and (why := guard_refusal(candidates[0])):
+            return None, why
+        return (candidates[0], port), ""
+
+    # ------------------------------------------------------------------ hooks
+
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        host = normalize_host(flow.request.host)
+        if first_match(self.allowed, host) is None:
+            self._deny(flow, f"{host} is not in allowed_domains")
+            self._record(flow)
+
+    async def requestheaders(self, flow: http.HTTPFlow) -> None:
+        if flow.response is not None:
+            return
+        req = flow.request
+        host, port = normalize_host(req.host), req.port
+        pattern = first_match(self.allowed, host)
+        if pattern is None:
+            self._deny(flow, f"{host} is not in allowed_domains")
+            return
+        if req.host_header:
+            named, _ = url.parse_authority(req.host_header, check=False)
+            if normalize_host(named) != host:
+                self._deny(flow, f"the Host header names {normalize_host(named)}, but the request goes to {host}")
+                return
+        address, why = await self._vet(host, port)
+        if address is None:
+            self._deny(flow, why)
+            return
+        state = self._state(flow)
+        state.upstream = f"{address[0]}:{address[1]}"
+        state.reason = f"matches {pattern}" + (f"; {why}" if why else "")
+        self._vetted[(flow.client_conn.id, host, port)] = address
+
+        rewriter, mine = self._request_rewriter(host)
+        req.headers.fields = tuple((k, rewriter.replace(v)) for k, v in req.headers.fields)
+        req.data.path = rewriter.replace(req.data.path)
+        if self.scrub_map:
+            # A compressed response could only be scrubbed after buffering it whole.
+            req.headers["accept-encoding"] = "identity"
+        try:
+            size = expected_http_body_size(req)
+        except ValueError:
+            size = None
+        if size is not None and size > STREAM_REQUEST_BYTES:
+            if mine:
+                _rechunk(req)
+
+            def count(n: int) -> None:
+                state.request_bytes += n
+
+            req.stream = _stream(rewriter, count)
+            flow.metadata["skillctl.rewriter"] = (rewriter, mine)
+        else:
+            self._settle(flow, rewriter, mine)
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        if flow.response is not None or self._state(flow).decision == "denied":
+            return
+        req = flow.request
+        if req.stream:
+            return
+        rewriter, mine = self._request_rewriter(normalize_host(req.host))
+        content = req.get_content(strict=False) or b""
+        state = self._state(flow)
+        state.request_bytes = len(req.raw_content or b"")
+        replaced = rewriter.replace(content)
+        if replaced != content:
+            req.set_content(replaced)
+        self._settle(flow, rewriter, mine)
+
+    def server_connect(self, data: Any) -> None:
+        host, port = normalize_host(data.server.address[0]), data.server.address[1]
+        address = self._vetted.get((data.client.id, host, port))
+        if address is None:
+            data.server.error = f"skillctl egress: no vetted address for {host}:{port}"
+            return
+        if self.loopback_only and (why := guard_refusal(address[0])):
+            data.server.error = why
+            return
+        if data.server.tls and not data.server.sni:
+            data.server.sni = host  # verify the upstream certificate against the name, not the address
+        data.server.address = address
+
+    def client_disconnected(self, client: Any) -> None:
+        for key in [k for k in self._vetted if k[0] == client.id]:
+            del self._vetted[key]
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        state = self._state(flow)
+        resp = flow.response
+        if resp is None or state.decision == "denied":
+            return
+        if "skillctl.rewriter" in flow.metadata:
+            self._settle(flow, *flow.metadata.pop("skillctl.rewriter"))
+        scrub = Rewriter(self.scrub_map)
+        resp.headers.fields = tuple((k, scrub.replace(v)) for k, v in resp.headers.fields)
+        try:
+            size = expected_http_body_size(flow.request, resp)
+        except ValueError:
+            size = None
+        if size == 0:
+            return
+        encoded = resp.headers.get("content-encoding", "identity").lower() not in ("", "identity")
+        if self.scrub_map and (encoded or flow.request.http_version == "HTTP/1.0"):
+            state.buffered_response = True  # decoded and scrubbed whole in `response`
+            return
+        if self.scrub_map:
+            _rechunk(resp)
+
+        def count(n: int) -> None:
+            state.response_bytes += n
+
+        resp.stream = _stream(scrub, count)
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        state = self._state(flow)
+        resp = flow.response
+        if resp is not None and state.decision != "denied" and not resp.stream:
+            state.response_bytes = len(resp.raw_content or b"")
+            if self.scrub_map:
+                content = resp.get_content(strict=False) or b""
+                scrubbed = Rewriter(self.scrub_map).replace(content)
+                if scrubbed != content:
+                    resp.set_content(scrubbed)
+        self._record(flow)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        self._record(flow, error=flow.error.msg if flow.error else "unknown error")
+
+    def websocket_message(self, flow: http.HTTPFlow) -> None:
+        message = flow.websocket.messages[-1] if flow.websocket else None
+        if message is None:
+            return
+        if message.from_client:
+            rewriter, mine = self._request_rewriter(normalize_host(flow.request.host))
+            message.content = rewriter.replace(message.content)
+            self._settle(flow, rewriter, mine)
+        else:
+            message.content = Rewriter(self.scrub_map).replace(message.content)
+
+    def tcp_start(self, flow: Any) -> None:
+        # Raw TCP inside an allowed CONNECT would bypass every check above.
+        flow.kill()
+        host, port = flow.server_conn.address or ("?", 0)
+        reason = "only HTTP and HTTPS are proxied; this connection carried something else"
+        self.emit(egress_record(method="TCP", scheme="tcp", host=normalize_host(str(host)), port=port, decision="denied", reason=reason))
+
+    def tls_failed_client(self, data: Any) -> None:
+        sni = data.context.client.sni or "?"
+        self.emit(
+            {
+                "type": "egress_tls_error",
+                "time": now_iso(),
+                "host": sni,
+                "error": f"the client refused the proxy's certificate for {sni}: {data.conn.error or 'handshake failed'} "
+                "(does the tool trust SSL_CERT_FILE?)",
+            }
+        )

@@ -1,0 +1,350 @@
+"""One run's network egress, from set-up to tear-down.
+
+    session = EgressSession(policy, resolve=["api.example.test=127.0.0.1:8443"], log_path=...)
+    with session:                                            # network, firewall, proxy, CA
+        sandbox = open_sandbox("docker", image=..., **session.sandbox_settings())
+        with sandbox:
+            session.attach(sandbox)                          # the CA into the container
+            ...                                              # commands; session.sync() after each
+    print(session.summary.line())
+
+``start`` reads every secret's real value first (a missing one fails before anything exists),
+then creates, in this order and each recorded in the run's leftovers before it exists: a
+temporary folder (the per-run CA and its key), an internal Docker network, the firewall rules
+that confine it, and the proxy process listening on the network's gateway. The container gets
+the network, a placeholder per secret (``skillctl-secret-NAME-<random>``) and the proxy/CA
+variables; the real values go to the proxy process on its stdin and nowhere else. ``stop``
+removes everything, in reverse; after a SIGKILL the proxy exits by itself (its stdin closes) and
+the reaper removes the rest at the next start.
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import json
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import IO, Any, Callable, Iterable
+
+from skillctl.egress.launch import egress_python, proxy_command, proxy_environment
+from skillctl.egress.network import RunNetwork
+from skillctl.egress.policy import NetworkPolicy, read_secret_values
+from skillctl.egress.rules import make_placeholder, parse_resolve
+from skillctl.egress.summary import EgressSummary
+from skillctl.errors import ConfigError, EgressError, SandboxError
+from skillctl.protocols import Sandbox
+from skillctl.sandbox import cleanup
+from skillctl.sandbox.client import docker_client
+from skillctl.sandbox.firewall import confine_rules, delete_rules, insert_rules
+from skillctl.sandbox.leftovers import FOLDER_PREFIX, Leftovers
+from skillctl.sandbox.reaper import Owner, process_start_time, reap
+from skillctl.sandbox.settings import DEFAULT_SETTINGS, LABEL_EXPIRES, LABEL_MANAGED, LABEL_OWNER, LABEL_RUN_ID
+
+CA_DIR_IN_SANDBOX = "/tmp/skillctl-egress"  # root-owned in the sticky /tmp: the agent cannot swap it
+CA_IN_SANDBOX = f"{CA_DIR_IN_SANDBOX}/ca.pem"
+# Variables that make common tools use the proxy and trust its CA.
+CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "PIP_CERT", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO")
+NO_PROXY = "localhost,127.0.0.1,::1"
+
+
+def _check_ca_file(path: Path) -> str:
+    try:
+        text = path.read_text("ascii")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--egress-ca {path}: cannot read it ({type(exc).__name__})") from None
+    if "-----BEGIN CERTIFICATE-----" not in text:
+        raise ConfigError(f"--egress-ca {path}: no PEM certificate in it (expected -----BEGIN CERTIFICATE-----)")
+    return str(path.resolve())
+
+
+class EgressSession:
+    """See the module docstring. Use as a context manager, or ``start``/``stop`` in ``try/finally``."""
+
+    def __init__(
+        self,
+        policy: NetworkPolicy,
+        *,
+        resolve: Iterable[str] = (),
+        extra_ca: Iterable[Path] = (),
+        log_path: Path | None = None,
+        on_record: Callable[[dict[str, Any]], None] | None = None,
+        environ: dict[str, str] | None = None,
+        client: Any | None = None,
+        run_id: str | None = None,
+        ttl_s: int = DEFAULT_SETTINGS.ttl_s,
+        labels: dict[str, str] | None = None,
+    ) -> None:
+        if not policy.enabled:
+            raise ConfigError("the network policy is disabled: a run without network needs no egress session")
+        self.policy = policy
+        self.values = read_secret_values(policy, environ)
+        self.resolve: dict[str, tuple[str, int]] = {}
+        for spec in resolve:
+            try:
+                host, addr, port = parse_resolve(spec)
+            except ValueError as exc:
+                raise ConfigError(f"--egress-resolve {exc}") from None
+            self.resolve[host] = (addr, port)
+        self.extra_ca = [_check_ca_file(Path(p)) for p in extra_ca]
+        self.placeholders = {name: make_placeholder(name) for name in self.values}
+        self.log_path = log_path
+        self.on_record = on_record
+        self.run_id = run_id or uuid.uuid4().hex[:12]
+        self.ttl_s = ttl_s
+        self.extra_labels = dict(labels or {})
+        self.summary = EgressSummary()
+        self.problems: list[str] = []  # cleanup and callback failures, for the caller to report
+        self._client = client
+        self._network: RunNetwork | None = None
+        self._leftovers: Leftovers | None = None
+        self._rules: list[Any] = []
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[str] | None = None
+        self._threads: list[threading.Thread] = []
+        self._stderr: collections.deque[str] = collections.deque(maxlen=20)
+        self._ready = threading.Event()
+        self._ready_info: dict[str, Any] = {}
+        self._synced = threading.Condition()
+        self._sync_seen = 0
+        self._sync_next = 0
+        self._port = 0
+        self._stopping = False
+        self._started = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> "EgressSession":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        python = egress_python()  # before anything exists: a missing mitmproxy creates nothing
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log = open(self.log_path, "w", encoding="utf-8")
+        client = self._client or docker_client()
+        self._client = client
+        reap(client)
+        labels = {
+            **self.extra_labels,
+            LABEL_MANAGED: "1",
+            LABEL_RUN_ID: self.run_id,
+            LABEL_OWNER: Owner.current().label(),
+            LABEL_EXPIRES: str(int(time.time()) + self.ttl_s),
+        }
+        cleanup.register(self)
+        try:
+            workdir = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}egress-"))
+            self._workdir = workdir
+            self._leftovers = Leftovers(self.run_id, labels, folders=[str(workdir)])
+            self._leftovers.save()
+            self._network = RunNetwork(client, f"skillctl-net-{self.run_id}", labels)
+            self._network.create()
+            self._port = self._network.free_port()
+            rules = confine_rules(self._network.bridge, self._network.gateway, self._port, self.run_id)
+            self._leftovers.firewall = [r.to_list() for r in rules]
+            self._leftovers.save()
+            self._rules = insert_rules(rules)
+            self._start_proxy(python, workdir)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_proxy(self, python: str, workdir: Path) -> None:
+        confdir = workdir / "mitmproxy"
+        confdir.mkdir(mode=0o700)
+        assert self._network is not None and self._leftovers is not None
+        config = {
+            "listen_host": self._network.gateway,
+            "listen_port": self._port,
+            "confdir": str(confdir),
+            "allowed_domains": list(self.policy.allowed_domains),
+            "policy": f"skillctl's network policy ({self.policy.describe()})",
+            "secrets": [
+                {
+                    "name": name,
+                    "domains": [s.domain for s in self.policy.domain_secrets if s.name == name],
+                    "placeholder": self.placeholders[name],
+                    "value": value,
+                }
+                for name, value in self.values.items()
+            ],
+            "resolve": {host: list(target) for host, target in self.resolve.items()},
+            "extra_ca": self.extra_ca,
+        }
+        try:
+            self._proc = subprocess.Popen(
+                proxy_command(python),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=proxy_environment(),
+                cwd=str(workdir),
+                start_new_session=True,  # Ctrl-C in the terminal is the run's to handle, not the proxy's
+            )
+        except OSError as exc:
+            raise EgressError(f"cannot start the egress proxy with {python}: {exc}") from None
+        self._leftovers.processes.append((self._proc.pid, process_start_time(self._proc.pid) or ""))
+        self._leftovers.save()
+        for target, name in ((self._read_records, "egress-records"), (self._read_stderr, "egress-stderr")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(json.dumps(config).encode() + b"\n")
+            self._proc.stdin.flush()
+        except OSError:
+            self.wait_ready()  # it exited at once: raises with what it printed
+
+    def stop(self) -> list[str]:
+        """Stop the proxy and remove network, firewall rules and CA. Idempotent; returns the
+        problems met (also kept in ``problems``), so a failing cleanup never hides the run's
+        own outcome."""
+        if self._stopping:
+            return self.problems
+        self._stopping = True
+        cleanup.unregister(self)
+        if self._proc is not None:
+            try:
+                if self._proc.stdin is not None:
+                    self._proc.stdin.close()  # the proxy's signal to shut down
+                self._proc.wait(timeout=15)
+            except (OSError, subprocess.TimeoutExpired):
+                self._proc.kill()
+                self._proc.wait()
+            for thread in self._threads:
+                thread.join(timeout=10)
+        self.problems += delete_rules(self._rules)
+        if self._network is not None:
+            try:
+                self._network.remove()
+            except SandboxError as exc:
+                self.problems.append(str(exc))
+        workdir = getattr(self, "_workdir", None)
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+        if self._leftovers is not None and not self.problems:
+            self._leftovers.discard()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        return self.problems
+
+    # ------------------------------------------------------------------ for the sandbox
+
+    @property
+    def proxy_url(self) -> str:
+        assert self._network is not None, "start the session first"
+        return f"http://{self._network.gateway}:{self._port}"
+
+    def container_env(self) -> dict[str, str]:
+        """The run's container environment: proxy, CA and one placeholder per secret."""
+        env = {name: self.proxy_url for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
+        env.update(NO_PROXY=NO_PROXY, no_proxy=NO_PROXY)
+        env.update({name: CA_IN_SANDBOX for name in CA_VARIABLES})
+        env.update(self.placeholders)
+        return env
+
+    def sandbox_settings(self) -> dict[str, Any]:
+        """Keyword arguments for ``open_sandbox("docker", ...)``: network, environment, run id."""
+        assert self._network is not None, "start the session first"
+        return {"network": self._network.name, "env": self.container_env(), "run_id": self.run_id}
+
+    def wait_ready(self, timeout_s: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not self._ready.wait(0.1):
+            if self._proc is None or self._proc.poll() is not None:
+                tail = " | ".join(self._stderr_lines()[-3:]) or "no output"
+                raise EgressError(f"the egress proxy exited before it was ready: {tail}")
+            if time.monotonic() > deadline:
+                raise EgressError(f"the egress proxy was not ready after {timeout_s:.0f} s; the machine may be overloaded")
+
+    def attach(self, sandbox: Sandbox) -> None:
+        """Wait for the proxy, then copy its CA certificate into the sandbox (root-owned, read-only)."""
+        self.wait_ready()
+        cert = Path(self._ready_info["ca_cert"]).read_bytes()
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            folder = tarfile.TarInfo(CA_DIR_IN_SANDBOX.rsplit("/", 1)[1])
+            folder.type, folder.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(folder)
+            member = tarfile.TarInfo(f"{folder.name}/ca.pem")
+            member.size, member.mode = len(cert), 0o444
+            tar.addfile(member, io.BytesIO(cert))
+        sandbox.put_archive(CA_DIR_IN_SANDBOX.rsplit("/", 1)[0], buf.getvalue())
+
+    def sync(self, timeout_s: float = 10.0) -> bool:
+        """Wait until every request finished so far has been logged; False on timeout."""
+        if self._proc is None or self._proc.poll() is not None or self._proc.stdin is None:
+            return False
+        with self._synced:
+            self._sync_next += 1
+            n = self._sync_next
+        try:
+            self._proc.stdin.write(json.dumps({"sync": n}).encode() + b"\n")
+            self._proc.stdin.flush()
+        except OSError:
+            return False
+        with self._synced:
+            return self._synced.wait_for(lambda: self._sync_seen >= n, timeout=timeout_s)
+
+    # ------------------------------------------------------------------ the proxy's output
+
+    def _stderr_lines(self) -> list[str]:
+        return list(self._stderr)
+
+    def _read_stderr(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        for raw in self._proc.stderr:
+            line = raw.decode("utf-8", "replace").rstrip()
+            if line:
+                self._stderr.append(line)
+
+    def _read_records(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        for raw in self._proc.stdout:
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                continue
+            kind = record.get("type")
+            if kind == "ready":
+                self._ready_info = record
+                self._ready.set()
+            elif kind == "synced":
+                with self._synced:
+                    self._sync_seen = max(self._sync_seen, int(record["n"]))
+                    self._synced.notify_all()
+            else:
+                self._deliver(record)
+        if not self._stopping:
+            tail = " | ".join(self._stderr_lines()[-3:]) or f"exit code {self._proc.poll()}"
+            self.summary.proxy_failure = f"the egress proxy stopped during the run: {tail}"
+            self._deliver({"type": "egress_proxy_exit", "error": self.summary.proxy_failure})
+
+    def _deliver(self, record: dict[str, Any]) -> None:
+        self.summary.add(record)
+        line = json.dumps(record, ensure_ascii=False)
+        if self._log is not None:
+            self._log.write(line + "\n")
+            self._log.flush()
+        if self.on_record is not None:
+            try:
+                self.on_record(record)
+            except Exception as exc:  # the reader must go on, or the proxy blocks on a full pipe
+                self.problems.append(f"egress record handler failed: {exc}")
+
