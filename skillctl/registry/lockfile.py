@@ -6,6 +6,7 @@
       tally: ^1.0
       csv-sql: 1.1.0
     prereleases: false     # optional
+    network: {...}         # optional: the runs' network policy (read by skillctl.egress.policy)
 
 An optional ``environment:`` section (``python``/``debian`` lists) declares packages for the
 skills' scripts; ``skillctl.env`` resolves it and keeps its result in the lock's separate
@@ -118,9 +119,9 @@ def load_requirements(path: Path) -> Requirements:
         doc = {}
     if not isinstance(doc, dict) or not isinstance(doc.get("skills", {}), dict):
         raise LockError(f"{path}: expected a mapping with 'skills: {{NAME: RANGE}}'")
-    unknown = set(doc) - {"skills", "prereleases", "environment"}
+    unknown = set(doc) - {"skills", "prereleases", "environment", "network"}
     if unknown:
-        raise LockError(f"{path}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; allowed: skills, prereleases, environment")
+        raise LockError(f"{path}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; allowed: skills, prereleases, environment, network")
     skills: dict[str, str] = {}
     for name, rng in (doc.get("skills") or {}).items():
         if not isinstance(name, str) or not NAME_RE.match(name):

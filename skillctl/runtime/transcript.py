@@ -4,7 +4,10 @@ Events: ``run_start``; ``message`` (every history message, with its index and to
 tool results with full untruncated command output); ``request`` (what was sent at step k: a list
 of ``{"ref": i}`` for history messages sent unchanged and ``{"inline": message}`` for what fitting
 put in their place — cleared results, cut notes, summaries — so the exact request can be rebuilt);
-``reply``; ``run_end``. No secret ever reaches this file: the model's key lives only in the client.
+``reply``; ``run_end``; ``egress`` (one per proxied request, when the run has network egress).
+No secret ever reaches this file: the model's key lives only in the client, and egress records
+name secrets, never their values. Events may come from several threads (the egress proxy's
+records arrive on their own), so writing one is serialised.
 
 The file is created readable by its owner only (0600), and folders it needs are created 0700:
 it holds everything the agent saw, inputs and skill files included. How much command output it
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import IO, Any, Sequence
@@ -33,14 +37,17 @@ class Transcript:
             self._fh = open(fd, "w", encoding="utf-8")
         self._ids: dict[int, int] = {}
         self._count = 0
+        self._lock = threading.Lock()
 
     def event(self, kind: str, /, **data: Any) -> None:
         # Positional-only: an event may carry its own "kind" field (the loop's error events do);
         # as a keyword it collided with this parameter and crashed the run's error path.
-        if self._fh is None:
-            return
-        self._fh.write(json.dumps({"type": kind, "time": round(time.time(), 3), **data}, ensure_ascii=False, default=str) + "\n")
-        self._fh.flush()
+        line = json.dumps({"type": kind, "time": round(time.time(), 3), **data}, ensure_ascii=False, default=str) + "\n"
+        with self._lock:
+            if self._fh is None:
+                return
+            self._fh.write(line)
+            self._fh.flush()
 
     def message(self, m: Message, **extra: Any) -> int:
         index = self._count
@@ -57,9 +64,10 @@ class Transcript:
         self.event("request", step=step, messages=items, **extra)
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
 
 
 def rebuild_requests(path: Path) -> list[list[dict[str, Any]]]:

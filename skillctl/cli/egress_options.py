@@ -1,0 +1,72 @@
+"""The network options of ``skillctl run`` and the egress session they describe.
+
+The options do not reach the command function (``expose_value=False``): they land in
+``ctx.meta`` and ``egress_session`` turns them into a ``skillctl.egress.session.EgressSession``,
+so ``run`` wires egress in a few lines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+_KEY = "skillctl.egress_options"
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    ctx.meta.setdefault(_KEY, {})[param.name] = value
+    return value
+
+
+def egress_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    file_type = click.Path(dir_okay=False, exists=True, path_type=Path)
+    for opt in reversed(
+        [
+            click.option("--network-policy", "network_policy", type=file_type, expose_value=False, callback=_remember,
+                         help="Network policy file (JSON or YAML): {type: disabled} (the default) or {type: allowlist, "
+                         "allowed_domains: [...], domain_secrets: [{domain, name, value: env:VAR|file:PATH}]}. "
+                         "Default: 'network:' in skills.yaml (beside --lock, else in the current folder)."),
+            click.option("--allow-domain", "allow_domain", multiple=True, metavar="DOMAIN", expose_value=False, callback=_remember,
+                         help="Allow HTTP(S) to DOMAIN through the egress proxy; *.example.com allows its subdomains "
+                         "only. Repeatable; turns the network on."),
+            click.option("--domain-secret", "domain_secret", multiple=True, metavar="NAME@DOMAIN", expose_value=False,
+                         callback=_remember,
+                         help="The container sees $NAME as a placeholder; the proxy puts the host's real $NAME in its "
+                         "place in requests to DOMAIN only (allow DOMAIN too). Repeatable."),
+            click.option("--egress-resolve", "egress_resolve", multiple=True, metavar="HOST=ADDR:PORT", expose_value=False,
+                         callback=_remember,
+                         help="The proxy connects to ADDR:PORT for HOST (like curl --resolve); the only way to reach "
+                         "loopback, link-local or private addresses. Repeatable."),
+            click.option("--egress-ca", "egress_ca", multiple=True, type=file_type, metavar="FILE", expose_value=False,
+                         callback=_remember, help="Extra CA certificates (PEM) the proxy trusts for upstream TLS. Repeatable."),
+            click.option("--egress-log", "egress_log", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+                         expose_value=False, callback=_remember,
+                         help="Write every proxied request and refused connection as JSON Lines to FILE."),
+        ]
+    ):
+        f = opt(f)
+    return f
+
+
+def egress_session(lock_path: Path | None, *, on_record: Callable[[dict[str, Any]], None]) -> Any:
+    """The run's ``EgressSession`` (not started), or None when its policy is disabled."""
+    from skillctl.egress.policy import choose_policy
+    from skillctl.egress.session import EgressSession
+
+    opts = click.get_current_context().meta.get(_KEY, {})
+    project = (lock_path.resolve().parent if lock_path else Path.cwd()) / "skills.yaml"
+    policy = choose_policy(opts.get("network_policy"), project, opts.get("allow_domain", ()), opts.get("domain_secret", ()))
+    if not policy.enabled:
+        given = [f"--{name.replace('_', '-')}" for name in ("egress_resolve", "egress_ca", "egress_log") if opts.get(name)]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} need(s) a network: add --allow-domain or --network-policy")
+        return None
+    return EgressSession(
+        policy,
+        resolve=opts.get("egress_resolve", ()),
+        extra_ca=opts.get("egress_ca", ()),
+        log_path=opts.get("egress_log"),
+        on_record=on_record,
+    )
