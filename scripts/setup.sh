@@ -48,13 +48,26 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import sys' >/dev/nul
     "$PY_SYS" -m venv "$VENV"
 fi
 PY="$VENV/bin/python"
+# Network egress runs mitmproxy in a process of its own. From Python 3.12 it comes with the
+# 'egress' extra. On 3.11 the newest mitmproxy (11.0.2) pins h11<=0.14 while the openai SDK's
+# HTTP stack needs h11>=0.16 (pip: ResolutionImpossible), so it gets an environment of its own
+# beside the project's, where skillctl looks for it (skillctl/egress/launch.py).
+EXTRAS=test
+if "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then EXTRAS=test,egress; fi
 if ! "$PY" -c 'import skillctl, pytest, hypothesis, pre_commit' >/dev/null 2>&1 \
    || [ "$("$PY" -c 'import skillctl, pathlib; print(pathlib.Path(skillctl.__file__).resolve().parent.parent)')" != "$(pwd -P)" ] \
    || [ pyproject.toml -nt "$VENV/.skillctl-installed" ]; then
-    log "installing skillctl (editable) with its test extras into $VENV"
+    log "installing skillctl (editable) with its $EXTRAS extras into $VENV"
     "$PY" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-    "$PY" -m pip install -q --disable-pip-version-check -e '.[test]'
+    "$PY" -m pip install -q --disable-pip-version-check -e ".[$EXTRAS]"
     touch "$VENV/.skillctl-installed"
+fi
+EGRESS_ENV="$VENV/skillctl-egress"
+if [ "$EXTRAS" = test ] && ! "$EGRESS_ENV/bin/python" -c 'import mitmproxy' >/dev/null 2>&1; then
+    log "creating the egress proxy's environment $EGRESS_ENV (mitmproxy 11.0.2)"
+    rm -rf "$EGRESS_ENV"
+    "$PY_SYS" -m venv "$EGRESS_ENV"
+    "$EGRESS_ENV/bin/python" -m pip install -q --disable-pip-version-check 'mitmproxy==11.0.2'
 fi
 
 if ! docker info >/dev/null 2>&1; then

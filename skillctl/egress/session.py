@@ -20,21 +20,19 @@ the reaper removes the rest at the next start.
 
 from __future__ import annotations
 
-import collections
 import io
 import json
 import shutil
-import subprocess
 import tarfile
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable
 
-from skillctl.egress.launch import egress_python, proxy_command, proxy_environment
+from skillctl.egress.launch import egress_python
 from skillctl.egress.network import RunNetwork
+from skillctl.egress.process import ProxyProcess, proxy_config
 from skillctl.egress.policy import NetworkPolicy, read_secret_values
 from skillctl.egress.rules import make_placeholder, parse_resolve
 from skillctl.egress.summary import EgressSummary
@@ -105,15 +103,9 @@ class EgressSession:
         self._network: RunNetwork | None = None
         self._leftovers: Leftovers | None = None
         self._rules: list[Any] = []
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proxy: ProxyProcess | None = None
+        self._workdir: Path | None = None
         self._log: IO[str] | None = None
-        self._threads: list[threading.Thread] = []
-        self._stderr: collections.deque[str] = collections.deque(maxlen=20)
-        self._ready = threading.Event()
-        self._ready_info: dict[str, Any] = {}
-        self._synced = threading.Condition()
-        self._sync_seen = 0
-        self._sync_next = 0
         self._port = 0
         self._stopping = False
         self._started = False
@@ -132,9 +124,6 @@ class EgressSession:
             return
         self._started = True
         python = egress_python()  # before anything exists: a missing mitmproxy creates nothing
-        if self.log_path is not None:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log = open(self.log_path, "w", encoding="utf-8")
         client = self._client or docker_client()
         self._client = client
         reap(client)
@@ -147,6 +136,12 @@ class EgressSession:
         }
         cleanup.register(self)
         try:
+            if self.log_path is not None:
+                try:
+                    self.log_path.parent.mkdir(parents=True, exist_ok=True)
+                    self._log = open(self.log_path, "w", encoding="utf-8")
+                except OSError as exc:
+                    raise ConfigError(f"--egress-log {self.log_path}: cannot write it ({exc.strerror or exc})") from None
             workdir = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}egress-"))
             self._workdir = workdir
             self._leftovers = Leftovers(self.run_id, labels, folders=[str(workdir)])
@@ -164,51 +159,23 @@ class EgressSession:
             raise
 
     def _start_proxy(self, python: str, workdir: Path) -> None:
+        assert self._network is not None and self._leftovers is not None
         confdir = workdir / "mitmproxy"
         confdir.mkdir(mode=0o700)
-        assert self._network is not None and self._leftovers is not None
-        config = {
-            "listen_host": self._network.gateway,
-            "listen_port": self._port,
-            "confdir": str(confdir),
-            "allowed_domains": list(self.policy.allowed_domains),
-            "policy": f"skillctl's network policy ({self.policy.describe()})",
-            "secrets": [
-                {
-                    "name": name,
-                    "domains": [s.domain for s in self.policy.domain_secrets if s.name == name],
-                    "placeholder": self.placeholders[name],
-                    "value": value,
-                }
-                for name, value in self.values.items()
-            ],
-            "resolve": {host: list(target) for host, target in self.resolve.items()},
-            "extra_ca": self.extra_ca,
-        }
-        try:
-            self._proc = subprocess.Popen(
-                proxy_command(python),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=proxy_environment(),
-                cwd=str(workdir),
-                start_new_session=True,  # Ctrl-C in the terminal is the run's to handle, not the proxy's
-            )
-        except OSError as exc:
-            raise EgressError(f"cannot start the egress proxy with {python}: {exc}") from None
-        self._leftovers.processes.append((self._proc.pid, process_start_time(self._proc.pid) or ""))
+        config = proxy_config(
+            self.policy,
+            listen=(self._network.gateway, self._port),
+            confdir=confdir,
+            values=self.values,
+            placeholders=self.placeholders,
+            resolve=self.resolve,
+            extra_ca=self.extra_ca,
+        )
+        self._proxy = ProxyProcess(config, on_record=self._deliver, cwd=workdir, python=python)
+        self._proxy.start()
+        assert self._proxy.pid is not None
+        self._leftovers.processes.append((self._proxy.pid, process_start_time(self._proxy.pid) or ""))
         self._leftovers.save()
-        for target, name in ((self._read_records, "egress-records"), (self._read_stderr, "egress-stderr")):
-            thread = threading.Thread(target=target, name=name, daemon=True)
-            thread.start()
-            self._threads.append(thread)
-        assert self._proc.stdin is not None
-        try:
-            self._proc.stdin.write(json.dumps(config).encode() + b"\n")
-            self._proc.stdin.flush()
-        except OSError:
-            self.wait_ready()  # it exited at once: raises with what it printed
 
     def stop(self) -> list[str]:
         """Stop the proxy and remove network, firewall rules and CA. Idempotent; returns the
@@ -218,25 +185,17 @@ class EgressSession:
             return self.problems
         self._stopping = True
         cleanup.unregister(self)
-        if self._proc is not None:
-            try:
-                if self._proc.stdin is not None:
-                    self._proc.stdin.close()  # the proxy's signal to shut down
-                self._proc.wait(timeout=15)
-            except (OSError, subprocess.TimeoutExpired):
-                self._proc.kill()
-                self._proc.wait()
-            for thread in self._threads:
-                thread.join(timeout=10)
+        if self._proxy is not None:
+            self._proxy.stop()
+            self.summary.proxy_failure = self._proxy.failure
         self.problems += delete_rules(self._rules)
         if self._network is not None:
             try:
                 self._network.remove()
             except SandboxError as exc:
                 self.problems.append(str(exc))
-        workdir = getattr(self, "_workdir", None)
-        if workdir is not None:
-            shutil.rmtree(workdir, ignore_errors=True)
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
         if self._leftovers is not None and not self.problems:
             self._leftovers.discard()
         if self._log is not None:
@@ -264,19 +223,10 @@ class EgressSession:
         assert self._network is not None, "start the session first"
         return {"network": self._network.name, "env": self.container_env(), "run_id": self.run_id}
 
-    def wait_ready(self, timeout_s: float = 90.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not self._ready.wait(0.1):
-            if self._proc is None or self._proc.poll() is not None:
-                tail = " | ".join(self._stderr_lines()[-3:]) or "no output"
-                raise EgressError(f"the egress proxy exited before it was ready: {tail}")
-            if time.monotonic() > deadline:
-                raise EgressError(f"the egress proxy was not ready after {timeout_s:.0f} s; the machine may be overloaded")
-
     def attach(self, sandbox: Sandbox) -> None:
         """Wait for the proxy, then copy its CA certificate into the sandbox (root-owned, read-only)."""
-        self.wait_ready()
-        cert = Path(self._ready_info["ca_cert"]).read_bytes()
+        assert self._proxy is not None, "start the session first"
+        cert = Path(self._proxy.wait_ready()["ca_cert"]).read_bytes()
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             folder = tarfile.TarInfo(CA_DIR_IN_SANDBOX.rsplit("/", 1)[1])
@@ -289,52 +239,9 @@ class EgressSession:
 
     def sync(self, timeout_s: float = 10.0) -> bool:
         """Wait until every request finished so far has been logged; False on timeout."""
-        if self._proc is None or self._proc.poll() is not None or self._proc.stdin is None:
-            return False
-        with self._synced:
-            self._sync_next += 1
-            n = self._sync_next
-        try:
-            self._proc.stdin.write(json.dumps({"sync": n}).encode() + b"\n")
-            self._proc.stdin.flush()
-        except OSError:
-            return False
-        with self._synced:
-            return self._synced.wait_for(lambda: self._sync_seen >= n, timeout=timeout_s)
+        return self._proxy.sync(timeout_s) if self._proxy is not None else False
 
-    # ------------------------------------------------------------------ the proxy's output
-
-    def _stderr_lines(self) -> list[str]:
-        return list(self._stderr)
-
-    def _read_stderr(self) -> None:
-        assert self._proc is not None and self._proc.stderr is not None
-        for raw in self._proc.stderr:
-            line = raw.decode("utf-8", "replace").rstrip()
-            if line:
-                self._stderr.append(line)
-
-    def _read_records(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        for raw in self._proc.stdout:
-            try:
-                record = json.loads(raw)
-            except ValueError:
-                continue
-            kind = record.get("type")
-            if kind == "ready":
-                self._ready_info = record
-                self._ready.set()
-            elif kind == "synced":
-                with self._synced:
-                    self._sync_seen = max(self._sync_seen, int(record["n"]))
-                    self._synced.notify_all()
-            else:
-                self._deliver(record)
-        if not self._stopping:
-            tail = " | ".join(self._stderr_lines()[-3:]) or f"exit code {self._proc.poll()}"
-            self.summary.proxy_failure = f"the egress proxy stopped during the run: {tail}"
-            self._deliver({"type": "egress_proxy_exit", "error": self.summary.proxy_failure})
+    # ------------------------------------------------------------------ records
 
     def _deliver(self, record: dict[str, Any]) -> None:
         self.summary.add(record)
