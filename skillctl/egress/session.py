@@ -219,9 +219,15 @@ class EgressSession:
         return env
 
     def sandbox_settings(self) -> dict[str, Any]:
-        """Keyword arguments for ``open_sandbox("docker", ...)``: network, environment, run id."""
+        """Keyword arguments for ``open_sandbox("docker", ...)``: network, DNS, environment, run id.
+
+        DNS points at the gateway, where the firewall drops it: Docker's embedded resolver would
+        otherwise forward the container's queries to the host's resolvers — from the host itself
+        when those are on loopback — and DNS alone can carry data out. Tools that honour the
+        proxy variables never resolve names themselves; the proxy does, under the policy.
+        """
         assert self._network is not None, "start the session first"
-        return {"network": self._network.name, "env": self.container_env(), "run_id": self.run_id}
+        return {"network": self._network.name, "dns": [self._network.gateway], "env": self.container_env(), "run_id": self.run_id}
 
     def attach(self, sandbox: Sandbox) -> None:
         """Wait for the proxy, then copy its CA certificate into the sandbox (root-owned, read-only)."""

@@ -183,6 +183,7 @@ class DockerSandbox:
                 working_dir=s.workdir,
                 environment=dict(s.env),
                 network_mode=s.network,
+                dns=list(s.dns) or None,
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
                 pids_limit=s.pids_limit,

@@ -37,6 +37,7 @@ class SandboxSettings:
     cpus: float = 1.0
     pids_limit: int = 256  # a fork bomb hits this, not the host
     network: str = "none"  # MISSION D6: off by default; egress goes through a proxy when allowed
+    dns: tuple[str, ...] = ()  # DNS servers Docker's embedded resolver forwards to (default: the host's)
     user: str = "1000:1000"  # the image's `agent`; numeric so any base image works
     keepalive_user: str = "65534:65534"  # nobody: the container's init and keep-alive, out of the agent's reach
     ttl_s: int = 3600  # the container's entrypoint sleeps this long, then it exits by itself
@@ -100,6 +101,8 @@ class SandboxSettings:
                 f"unknown sandbox setting(s): {', '.join(unknown)}; valid ones: {', '.join(sorted(known))}"
             )
         clean: dict[str, Any] = dict(values)
+        if isinstance(clean.get("dns"), (list, tuple)):
+            clean["dns"] = tuple(str(d) for d in clean["dns"])
         for key in ("env", "labels"):
             if isinstance(clean.get(key), Mapping):
                 clean[key] = tuple(sorted((str(k), str(v)) for k, v in clean[key].items()))
