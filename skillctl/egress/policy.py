@@ -174,7 +174,11 @@ def with_shorthands(base: NetworkPolicy, allow_domains: Iterable[str], domain_se
         return base
     data = base.to_dict() if base.enabled else {"type": "allowlist", "allowed_domains": []}
     data["allowed_domains"] = [*data["allowed_domains"], *allow_domains]
-    data["domain_secrets"] = [*data.get("domain_secrets", []), *(parse_domain_secret(s).to_dict() for s in domain_secrets)]
+    secrets = [parse_domain_secret(s) for s in domain_secrets]
+    if secrets and not data["allowed_domains"]:
+        raise ConfigError(f"--domain-secret {domain_secrets[0]}: {secrets[0].domain} is not in allowed_domains; "
+                          f"allow it too (--allow-domain {secrets[0].domain})")
+    data["domain_secrets"] = [*data.get("domain_secrets", []), *(s.to_dict() for s in secrets)]
     origin = "the command line" if base.origin == "default" else f"{base.origin} and the command line"
     return parse_policy(data, origin=origin)
 
