@@ -115,6 +115,7 @@ class EgressAddon:
         self.loopback_only = bool(os.environ.get(LOOPBACK_ONLY_ENV))
         self.emit = emit
         self._vetted: dict[tuple[str, str, int], tuple[str, int]] = {}
+        self._dialling: dict[str, tuple[str, int]] = {}  # server connection id -> the name it stands for
 
     # ------------------------------------------------------------------ helpers
 
@@ -280,7 +281,22 @@ class EgressAddon:
             return
         if data.server.tls and not data.server.sni:
             data.server.sni = host  # verify the upstream certificate against the name, not the address
+        # mitmproxy dials whatever address the connection holds; it gets the name back once
+        # connected (``server_connected``), because reuse of kept-alive connections matches on
+        # it: left as the address, every request opened a new connection, and the sixth waited
+        # forever for mitmproxy's cap of five connections per address.
+        self._dialling[data.server.id] = data.server.address
         data.server.address = address
+
+    def server_connected(self, data: Any) -> None:
+        named = self._dialling.pop(data.server.id, None)
+        if named is not None:
+            # Server refuses a new address once open (an addon would expect it to re-route);
+            # this only puts back the name the connection was opened for.
+            object.__setattr__(data.server, "address", named)
+
+    def server_connect_error(self, data: Any) -> None:
+        self._dialling.pop(data.server.id, None)
 
     def client_disconnected(self, client: Any) -> None:
         for key in [k for k in self._vetted if k[0] == client.id]:

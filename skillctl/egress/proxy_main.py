@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import queue
 import signal
 import sys
 import threading
@@ -31,9 +32,26 @@ from skillctl.egress.addon import EgressAddon
 CA_CERT_FILE = "mitmproxy-ca-cert.pem"  # what mitmproxy writes into its confdir
 
 
+_outbox: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+
+
 def _emit(record: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
+    """Queue a line for stdout. A thread writes them, so the event loop never waits on the pipe
+    (a write and flush per request cost as much as the proxying itself on a loaded machine);
+    one queue keeps the order, so a ``synced`` line still follows every record before it."""
+    _outbox.put(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _write_out() -> None:
+    """Until ``None`` arrives: write what is queued, flush once per batch."""
+    while True:
+        batch = [_outbox.get()]
+        while not _outbox.empty():
+            batch.append(_outbox.get())
+        sys.stdout.write("".join(line for line in batch if line is not None))
+        sys.stdout.flush()
+        if None in batch:
+            return
 
 
 class _Ready:
@@ -72,25 +90,35 @@ def upstream_trust(confdir: str, extra_ca: list[str]) -> str | None:
 
 
 async def serve(config: dict[str, Any]) -> None:
-    from mitmproxy import options
-    from mitmproxy.tools.dump import DumpMaster
+    from mitmproxy import master, options
+    from mitmproxy.addons import core, disable_h2c, errorcheck, next_layer, proxyserver, tlsconfig
 
     opts = options.Options(listen_host=config["listen_host"], listen_port=int(config["listen_port"]), confdir=config["confdir"])
-    master = DumpMaster(opts, with_termlog=False, with_dumper=False)
-    master.options.update(
+    proxy = master.Master(opts)
+    # Only the addons a policy proxy needs: every event goes to every addon, and mitmdump's
+    # thirty-odd (replay, onboarding at mitm.it, scripts…) cost time per request and would
+    # answer or act on requests the policy never saw.
+    proxy.addons.add(core.Core(), disable_h2c.DisableH2C(), proxyserver.Proxyserver(), next_layer.NextLayer(),
+                     tlsconfig.TlsConfig(), errorcheck.ErrorCheck())
+    proxy.options.update(
         connection_strategy="lazy",  # connect upstream only for a request that passed the policy
         upstream_cert=False,  # certificates from the client's SNI: no upstream contact before the checks
         http2=False,  # HTTP/1.1 both ways: streamed bodies can be re-framed when scrubbing changes their length
         http3=False,
-        onboarding=False,  # mitm.it would answer inside the container, whatever the policy says
         ssl_insecure=False,
         ssl_verify_upstream_trusted_ca=upstream_trust(config["confdir"], config.get("extra_ca", [])),
     )
-    master.addons.add(EgressAddon(config, _emit), _Ready(config["confdir"]))
+    proxy.addons.add(EgressAddon(config, _emit), _Ready(config["confdir"]))
     loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, master.shutdown)
-    threading.Thread(target=_read_control, args=(loop, master), name="control", daemon=True).start()
-    await master.run()
+    loop.add_signal_handler(signal.SIGTERM, proxy.shutdown)
+    threading.Thread(target=_read_control, args=(loop, proxy), name="control", daemon=True).start()
+    writer = threading.Thread(target=_write_out, name="output")
+    writer.start()
+    try:
+        await proxy.run()
+    finally:
+        _outbox.put(None)  # every record queued so far is written before the process ends
+        writer.join()
 
 
 def main() -> None:

@@ -8,8 +8,10 @@ environment, the CA in the container) is in ``test_isolation.py``.
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
+import ssl
 
 import pytest
 import requests
@@ -35,6 +37,21 @@ def test_allowed_https_request_reaches_the_mapped_loopback_upstream(direct_proxy
     assert record["path"] == "/echo?q=…&n=…"  # query values never reach the log
     assert record["upstream"] == f"127.0.0.1:{https_upstream.port}"
     assert record["response_bytes"] == len(resp.content)
+
+
+def test_kept_alive_connection_is_reused_upstream_too(direct_proxy, https_upstream):
+    # More requests than mitmproxy's five connections per upstream address: were each one to
+    # open a new upstream connection, the sixth would wait forever.
+    ctx = ssl.create_default_context(cafile=direct_proxy.ca)
+    host, port = direct_proxy.url.removeprefix("http://").split(":")
+    conn = http.client.HTTPSConnection(host, int(port), context=ctx, timeout=60)
+    conn.set_tunnel("files.example.test", 443)
+    before = len(https_upstream.seen)
+    for _ in range(8):
+        conn.request("GET", "/echo")
+        assert conn.getresponse().read()
+    conn.close()
+    assert len({r["client_port"] for r in https_upstream.seen[before:]}) == 1
 
 
 def test_allowed_plain_http_request(direct_proxy, http_upstream):

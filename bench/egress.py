@@ -1,0 +1,132 @@
+"""Egress proxy cost: HTTPS from the container through the proxy vs from the host directly.
+
+One HTTPS server on 127.0.0.1 (the tests' loopback upstream, under a CA made with openssl).
+Direct: the host's Python talks to it. Proxied: the same client code runs in a real run's
+container and goes through the egress proxy (CONNECT, TLS interception, policy checks, a
+placeholder secret configured so response scrubbing is on, upstream TLS), the test name mapped
+to the server with --egress-resolve. Nothing leaves the machine (the loopback-only guard is set).
+
+- Latency: 200 GETs of a small body on one kept-alive connection per side (connection set-up
+  is paid once either way); ``egress_overhead_ms_p50`` = p50(proxied) - p50(direct).
+- Throughput: a 50 MB body, best of 3 per side; ``egress_throughput_ratio`` = proxied MB/s /
+  direct MB/s.
+
+Last line: ``egress_overhead_ms_p50=X egress_throughput_ratio=R`` (targets: X <= 5, R >= 0.5).
+
+    python bench/egress.py [--requests 200] [--megabytes 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.egress.upstream import Upstream, make_test_ca  # noqa: E402 - the tests' loopback upstream
+
+CLIENT = r"""
+import http.client, json, os, socket, ssl, sys, time
+host, port, proxy, n, size = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+ctx = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE") or sys.argv[6])
+class Loopback(http.client.HTTPSConnection):
+    # The host has no name for the test host: dial 127.0.0.1, verify the certificate for the name.
+    def connect(self):
+        self.sock = self._context.wrap_socket(socket.create_connection(("127.0.0.1", self.port), self.timeout),
+                                              server_hostname=self.host)
+def connect():
+    if proxy:
+        phost, pport = proxy.removeprefix("http://").rsplit(":", 1)
+        conn = http.client.HTTPSConnection(phost, int(pport), context=ctx, timeout=300)
+        conn.set_tunnel(host, port)
+    else:
+        conn = Loopback(host, port, context=ctx, timeout=300)
+    return conn
+conn, lat = connect(), []
+for i in range(n + 5):
+    t = time.perf_counter()
+    conn.request("GET", "/echo")
+    conn.getresponse().read()
+    if i >= 5:
+        lat.append(time.perf_counter() - t)
+best = None
+for _ in range(3):
+    t = time.perf_counter()
+    conn.request("GET", f"/bytes/{size}")
+    resp, got = conn.getresponse(), 0
+    while True:
+        chunk = resp.read(1 << 20)
+        if not chunk:
+            break
+        got += len(chunk)
+    assert got == size, got
+    elapsed = time.perf_counter() - t
+    best = elapsed if best is None else min(best, elapsed)
+print(json.dumps({"latency_s": lat, "download_s": best}))
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--megabytes", type=int, default=50)
+    args = parser.parse_args()
+    os.environ["SKILLCTL_EGRESS_LOOPBACK_ONLY"] = "1"
+
+    import io
+    import subprocess
+    import tarfile
+
+    from skillctl.egress.policy import parse_policy
+    from skillctl.egress.session import EgressSession
+    from skillctl.sandbox import open_sandbox
+    from skillctl.sandbox.image import ensure_image
+
+    size = args.megabytes * 1024 * 1024
+    image = ensure_image(progress=lambda line: print(line, file=sys.stderr))
+    with tempfile.TemporaryDirectory() as tmp:
+        ca, cert, key = make_test_ca(Path(tmp) / "ca")
+        server = Upstream(cert=cert, key=key)
+        try:
+            direct = subprocess.run([sys.executable, "-c", CLIENT, "api.example.test", str(server.port), "",
+                                     str(args.requests), str(size), str(ca)],
+                                    capture_output=True, text=True, check=True,
+                                    env={**os.environ, "SSL_CERT_FILE": ""})
+            policy = parse_policy({"type": "allowlist", "allowed_domains": ["api.example.test"],
+                                   "domain_secrets": [{"domain": "api.example.test", "name": "BENCH_TOKEN", "value": "env:BENCH_TOKEN"}]},
+                                  origin="bench")
+            session = EgressSession(policy, resolve=[f"api.example.test=127.0.0.1:{server.port}"], extra_ca=[ca],
+                                    environ={"BENCH_TOKEN": "bench-token-value-0123456789"})
+            with session, open_sandbox("docker", image=image, **session.sandbox_settings()) as sandbox:
+                session.attach(sandbox)
+                buf = io.BytesIO()
+                with tarfile.open(fileobj=buf, mode="w") as tar:
+                    data = CLIENT.encode()
+                    info = tarfile.TarInfo("client.py")
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+                sandbox.put_archive("/tmp", buf.getvalue())
+                result = sandbox.exec(f"python3 /tmp/client.py api.example.test 443 {session.proxy_url} {args.requests} {size} -",
+                                      timeout_s=900)
+                if not result.ok:
+                    print(result.stderr, file=sys.stderr)
+                    return 1
+                proxied = result.stdout
+            print(session.summary.line(), file=sys.stderr)
+        finally:
+            server.stop()
+    d, p = json.loads(direct.stdout), json.loads(proxied)
+    d50, p50 = statistics.median(d["latency_s"]) * 1000, statistics.median(p["latency_s"]) * 1000
+    d_mbs, p_mbs = size / d["download_s"] / 1e6, size / p["download_s"] / 1e6
+    print(f"latency p50: direct {d50:.2f} ms, through the proxy {p50:.2f} ms ({args.requests} GETs each)")
+    print(f"{args.megabytes} MB download: direct {d_mbs:.0f} MB/s, through the proxy {p_mbs:.0f} MB/s")
+    print(f"egress_overhead_ms_p50={p50 - d50:.2f} egress_throughput_ratio={p_mbs / d_mbs:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
