@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -34,6 +33,8 @@ from mitmproxy.net.http.http1 import expected_http_body_size
 from skillctl.egress.rules import (
     LOOPBACK_ONLY_ENV,
     Rewriter,
+    egress_record,
+    now_iso,
     first_match,
     forbidden_reason,
     guard_refusal,
@@ -66,22 +67,6 @@ class FlowState:
     request_bytes: int = 0
     response_bytes: int = 0
     buffered_response: bool = False
-
-
-def now_iso() -> str:
-    now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
-
-
-def egress_record(**fields: Any) -> dict[str, Any]:
-    """One request's log record; every field present, in a fixed order."""
-    record: dict[str, Any] = {
-        "type": "egress", "time": now_iso(), "method": "", "scheme": "", "host": "", "port": 0, "path": "",
-        "status": None, "request_bytes": 0, "response_bytes": 0, "decision": "allowed", "reason": "",
-        "upstream": None, "secrets": [], "warnings": [], "error": None,
-    }
-    record.update(fields)
-    return record
 
 
 def _stream(fn: Callable[[bytes], bytes], count: Callable[[int], None]) -> Callable[[bytes], list[bytes]]:

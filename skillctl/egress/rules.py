@@ -14,7 +14,8 @@ from __future__ import annotations
 import ipaddress
 import re
 import secrets
-from typing import Iterable, Mapping
+import time
+from typing import Any, Iterable, Mapping
 
 _LABEL = r"(?!-)[a-z0-9-]{1,63}(?<!-)"
 _HOST_RE = re.compile(rf"^(?:\*\.)?(?:{_LABEL}\.)*{_LABEL}$")
@@ -134,6 +135,22 @@ def redact_query(path: str) -> str:
         key, eq, _value = item.partition("=")
         parts.append(f"{key}=…" if eq else key)
     return f"{base}?{'&'.join(parts)}"
+
+
+def now_iso() -> str:
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+
+
+def egress_record(**fields: Any) -> dict[str, Any]:
+    """One request's log record; every field present, in a fixed order."""
+    record: dict[str, Any] = {
+        "type": "egress", "time": now_iso(), "method": "", "scheme": "", "host": "", "port": 0, "path": "",
+        "status": None, "request_bytes": 0, "response_bytes": 0, "decision": "allowed", "reason": "",
+        "upstream": None, "secrets": [], "warnings": [], "error": None,
+    }
+    record.update(fields)
+    return record
 
 
 def make_placeholder(name: str) -> str:

@@ -25,11 +25,13 @@ import json
 import shutil
 import tarfile
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable
 
+from skillctl.egress.dropped import DropWatcher
 from skillctl.egress.launch import egress_python
 from skillctl.egress.network import RunNetwork
 from skillctl.egress.process import ProxyProcess, proxy_config
@@ -104,6 +106,8 @@ class EgressSession:
         self._leftovers: Leftovers | None = None
         self._rules: list[Any] = []
         self._proxy: ProxyProcess | None = None
+        self._drops: DropWatcher | None = None
+        self._deliver_lock = threading.Lock()
         self._workdir: Path | None = None
         self._log: IO[str] | None = None
         self._port = 0
@@ -153,6 +157,9 @@ class EgressSession:
             self._leftovers.firewall = [r.to_list() for r in rules]
             self._leftovers.save()
             self._rules = insert_rules(rules)
+            self._drops = DropWatcher(self.run_id, self._deliver)
+            if not self._drops.start():
+                self.problems.append("direct connection attempts are dropped but not logged: cannot read the kernel log (/dev/kmsg)")
             self._start_proxy(python, workdir)
         except BaseException:
             self.stop()
@@ -188,16 +195,19 @@ class EgressSession:
         if self._proxy is not None:
             self._proxy.stop()
             self.summary.proxy_failure = self._proxy.failure
-        self.problems += delete_rules(self._rules)
+        if self._drops is not None:
+            self._drops.stop()
+        failures = delete_rules(self._rules)
         if self._network is not None:
             try:
                 self._network.remove()
             except SandboxError as exc:
-                self.problems.append(str(exc))
+                failures.append(str(exc))
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
-        if self._leftovers is not None and not self.problems:
-            self._leftovers.discard()
+        if self._leftovers is not None and not failures:
+            self._leftovers.discard()  # otherwise the reaper tries again later
+        self.problems += failures
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -250,11 +260,13 @@ class EgressSession:
     # ------------------------------------------------------------------ records
 
     def _deliver(self, record: dict[str, Any]) -> None:
-        self.summary.add(record)
+        """One record from the proxy or the drop watcher (two threads): count, log, hand on."""
         line = json.dumps(record, ensure_ascii=False)
-        if self._log is not None:
-            self._log.write(line + "\n")
-            self._log.flush()
+        with self._deliver_lock:
+            self.summary.add(record)
+            if self._log is not None:
+                self._log.write(line + "\n")
+                self._log.flush()
         if self.on_record is not None:
             try:
                 self.on_record(record)

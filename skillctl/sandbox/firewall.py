@@ -1,4 +1,4 @@
-"""Host firewall rules that confine a run's Docker network (iptables, ``filter`` table, INPUT).
+"""Host firewall rules that confine a run's Docker network (iptables, ``filter`` table).
 
 Why they are needed: Docker's ``internal`` networks stop forwarding — a container on one cannot
 reach other networks or the outside — but the host itself still answers on the network's
@@ -20,36 +20,51 @@ from typing import Iterable, Sequence
 from skillctl.errors import EgressError
 
 BINARIES = ("iptables", "ip6tables")
+CHAINS = ("INPUT", "FORWARD")
 COMMENT_PREFIX = "skillctl-egress"
+
+
+def log_prefix(run_id: str) -> str:
+    """What the kernel log lines of a run's dropped packets start with (at most 29 characters)."""
+    return f"skillctl-{run_id[:16]} "
 
 
 @dataclass(frozen=True)
 class Rule:
     binary: str  # "iptables" or "ip6tables"
+    chain: str  # "INPUT" or "FORWARD"
     spec: tuple[str, ...]  # everything after the chain name
     required: bool = True  # a failure to add it aborts the run
 
     def to_list(self) -> list[str]:
-        return [self.binary, *self.spec]
+        return [self.binary, self.chain, *self.spec]
 
     @classmethod
     def from_list(cls, items: Sequence[str]) -> "Rule":
-        if len(items) < 2 or items[0] not in BINARIES or not all(isinstance(i, str) for i in items):
+        if len(items) < 3 or items[0] not in BINARIES or items[1] not in CHAINS or not all(isinstance(i, str) for i in items):
             raise ValueError(f"not a firewall rule: {items!r}")
-        return cls(items[0], tuple(items[1:]))
+        return cls(items[0], items[1], tuple(items[2:]))
 
 
 def confine_rules(bridge: str, gateway: str, port: int, run_id: str) -> list[Rule]:
-    """The rules for one run, in the order they must end up at the top of INPUT."""
+    """The rules for one run, in the order they must end up at the top of their chains.
+
+    Besides confining, two rules log (rate-limited, to the kernel log) what the container sends
+    anywhere but the proxy — to the host (INPUT) or past it (FORWARD, where Docker's own rules
+    for internal networks then drop it) — so the run can report each direct attempt.
+    """
     tag = ("-m", "comment", "--comment", f"{COMMENT_PREFIX} {run_id}")
     proxy = ("-p", "tcp", "-d", gateway, "--dport", str(port))
+    log = ("-m", "limit", "--limit", "20/second", "--limit-burst", "50", *tag, "-j", "LOG", "--log-prefix", log_prefix(run_id))
     return [
-        Rule("iptables", ("-i", bridge, *proxy, *tag, "-j", "ACCEPT")),
-        Rule("iptables", ("-i", bridge, *tag, "-j", "DROP")),
-        Rule("iptables", ("!", "-i", "lo", *proxy, *tag, "-j", "DROP")),
+        Rule("iptables", "INPUT", ("-i", bridge, *proxy, *tag, "-j", "ACCEPT")),
+        Rule("iptables", "INPUT", ("-i", bridge, *log), required=False),
+        Rule("iptables", "INPUT", ("-i", bridge, *tag, "-j", "DROP")),
+        Rule("iptables", "INPUT", ("!", "-i", "lo", *proxy, *tag, "-j", "DROP")),
+        Rule("iptables", "FORWARD", ("-i", bridge, *log), required=False),
         # Docker disables IPv6 inside containers on a network without IPv6; this is a second
         # guard against the host's link-local addresses, added where ip6tables works.
-        Rule("ip6tables", ("-i", bridge, *tag, "-j", "DROP"), required=False),
+        Rule("ip6tables", "INPUT", ("-i", bridge, *tag, "-j", "DROP"), required=False),
     ]
 
 
@@ -58,7 +73,7 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
 
 
 def insert_rules(rules: Sequence[Rule]) -> list[Rule]:
-    """Put ``rules`` at the top of INPUT in the given order; return the ones added.
+    """Put ``rules`` at the top of their chains in the given order; return the ones added.
 
     On a failure of a required rule, the ones already added are removed again and
     ``EgressError`` says why.
@@ -66,7 +81,7 @@ def insert_rules(rules: Sequence[Rule]) -> list[Rule]:
     added: list[Rule] = []
     for rule in reversed(rules):  # each goes to position 1, so insert the last one first
         binary = shutil.which(rule.binary)
-        result = _run([binary, "-w", "30", "-I", "INPUT", "1", *rule.spec]) if binary else None
+        result = _run([binary, "-w", "30", "-I", rule.chain, "1", *rule.spec]) if binary else None
         if result is not None and result.returncode == 0:
             added.append(rule)
             continue
@@ -89,7 +104,7 @@ def delete_rules(rules: Iterable[Rule]) -> list[str]:
         binary = shutil.which(rule.binary)
         if binary is None:
             continue
-        result = _run([binary, "-w", "30", "-D", "INPUT", *rule.spec])
+        result = _run([binary, "-w", "30", "-D", rule.chain, *rule.spec])
         if result.returncode != 0 and "does a matching rule exist" not in result.stderr and "No chain/target/match" not in result.stderr:
-            errors.append(f"{rule.binary} -D INPUT {' '.join(rule.spec)}: {result.stderr.strip()}")
+            errors.append(f"{rule.binary} -D {rule.chain} {' '.join(rule.spec)}: {result.stderr.strip()}")
     return errors

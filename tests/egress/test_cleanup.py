@@ -27,8 +27,11 @@ pytestmark = [pytest.mark.requires_docker]
 
 
 def firewall_lines(run_id: str) -> list[str]:
-    out = subprocess.run(["iptables", "-w", "30", "-S", "INPUT"], capture_output=True, text=True, check=True).stdout
-    return [line for line in out.splitlines() if f"skillctl-egress {run_id}" in line]
+    lines = []
+    for chain in ("INPUT", "FORWARD"):
+        out = subprocess.run(["iptables", "-w", "30", "-S", chain], capture_output=True, text=True, check=True).stdout
+        lines += [line for line in out.splitlines() if f"skillctl-egress {run_id}" in line]
+    return lines
 
 
 def alive(pid: int) -> bool:
@@ -64,7 +67,7 @@ def test_stop_removes_network_rules_proxy_folder_and_record(policy, resolve_spec
         entry = json.loads(record.read_text())
         pid, folder = entry["processes"][0][0], Path(entry["folders"][0])
         assert alive(pid) and folder.is_dir() and network_ids(docker_client, session.run_id)
-        assert len(firewall_lines(session.run_id)) == 3
+        assert len(firewall_lines(session.run_id)) == 5  # accept, log, drop, drop in INPUT; log in FORWARD
         assert SECRET not in record.read_text()
     assert not alive(pid) and not folder.exists() and not record.exists()
     assert network_ids(docker_client, session.run_id) == [] and firewall_lines(session.run_id) == []
@@ -118,7 +121,7 @@ def _dead_owner() -> str:
 def test_reaper_kills_recorded_processes_removes_folders_and_rules_of_a_dead_owner(tmp_path):
     sleeper = subprocess.Popen(["sleep", "300"])
     folder = Path(tempfile.mkdtemp(prefix="skillctl-test-"))
-    rule = Rule("iptables", ("-i", "skctest0", "-m", "comment", "--comment", "skillctl-egress reaper-test", "-j", "DROP"))
+    rule = Rule("iptables", "INPUT", ("-i", "skctest0", "-m", "comment", "--comment", "skillctl-egress reaper-test", "-j", "DROP"))
     insert_rules([rule])
     try:
         labels = {LABEL_MANAGED: "1", LABEL_OWNER: _dead_owner(), LABEL_EXPIRES: str(int(time.time()) + 3600)}

@@ -8,6 +8,7 @@ import json
 import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -203,6 +204,17 @@ def test_direct_connections_from_the_container_fail(run):
         assert outcome.pop(control) == "connected"  # the proxy is the one thing it reaches
         assert outcome and all(v != "connected" for v in outcome.values()), outcome
         assert everywhere.accepted == 0 and loopback.accepted == 0
+        # Each attempt is reported: the firewall logs it, the run reads it back.
+        wanted = {(t.rsplit(":", 1)[0], int(t.rsplit(":", 1)[1])) for t in targets}
+
+        def logged():
+            seen = {(r["host"], r["port"]) for r in list(run.records) if r.get("reason", "").endswith("dropped by the firewall")}
+            return wanted <= seen
+
+        give_up = time.monotonic() + 60
+        while not logged():
+            assert time.monotonic() < give_up, f"not all direct attempts were logged: {wanted}"
+            time.sleep(0.2)
     finally:
         everywhere.close()
         loopback.close()
