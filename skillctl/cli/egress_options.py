@@ -1,8 +1,8 @@
-"""The network options of ``skillctl run`` and the egress session they describe.
+"""The network options of ``skillctl run``, turned into the ``RunSpec`` fields they stand for.
 
 The options do not reach the command function (``expose_value=False``): they land in
-``ctx.meta`` and ``egress_session`` turns them into a ``skillctl.egress.session.EgressSession``,
-so ``run`` wires egress in a few lines.
+``ctx.meta`` and ``egress_spec`` turns them into ``network``/``egress_*`` keyword arguments, so
+``run`` wires egress in one line.
 """
 
 from __future__ import annotations
@@ -50,23 +50,21 @@ def egress_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def egress_session(lock_path: Path | None, *, on_record: Callable[[dict[str, Any]], None]) -> Any:
-    """The run's ``EgressSession`` (not started), or None when its policy is disabled."""
+def egress_spec(lock_path: Path | None, sandbox_name: str) -> dict[str, Any]:
+    """``RunSpec`` keyword arguments for the run's network: the policy (from --network-policy,
+    else skills.yaml's ``network:`` beside the lock or here, extended by the shorthands) and
+    the egress options. Options that need a network without one are a usage error."""
     from skillctl.egress.policy import choose_policy
-    from skillctl.egress.session import EgressSession
 
     opts = click.get_current_context().meta.get(_KEY, {})
     project = (lock_path.resolve().parent if lock_path else Path.cwd()) / "skills.yaml"
     policy = choose_policy(opts.get("network_policy"), project, opts.get("allow_domain", ()), opts.get("domain_secret", ()))
+    extra = {name: opts[name] for name in ("egress_resolve", "egress_ca", "egress_log") if opts.get(name)}
     if not policy.enabled:
-        given = [f"--{name.replace('_', '-')}" for name in ("egress_resolve", "egress_ca", "egress_log") if opts.get(name)]
-        if given:
-            raise click.UsageError(f"{', '.join(given)} need(s) a network: add --allow-domain or --network-policy")
-        return None
-    return EgressSession(
-        policy,
-        resolve=opts.get("egress_resolve", ()),
-        extra_ca=opts.get("egress_ca", ()),
-        log_path=opts.get("egress_log"),
-        on_record=on_record,
-    )
+        if extra:
+            given = ", ".join(f"--{name.replace('_', '-')}" for name in extra)
+            raise click.UsageError(f"{given} need(s) a network: add --allow-domain or --network-policy")
+        return {}
+    if sandbox_name != "docker":
+        raise click.UsageError("network egress needs --sandbox docker (the local sandbox has the host's whole network)")
+    return {"network": policy, **extra}

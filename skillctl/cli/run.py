@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from skillctl.cli.egress_options import egress_options, egress_spec
 from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, progress, registry_option
 from skillctl.sandbox import BACKENDS as SANDBOXES
 
@@ -39,6 +40,7 @@ from skillctl.sandbox import BACKENDS as SANDBOXES
 @click.option("--memory", "memory", metavar="NAME|DIR", help="Long-term memory that outlives the run: a NAME (kept in the user data folder) or a folder path such as ./notes. The agent finds it at /memory and c1 shows the first lines of its MEMORY.md; one run at a time per memory. See `skillctl memory`.")
 @click.option("--output", "output_dir", type=click.Path(file_okay=False, path_type=Path), help="After the run, copy the sandbox's working folder here (links and special files are skipped).")
 @click.option("--transcript", "transcript_path", type=click.Path(dir_okay=False, path_type=Path), help="JSON Lines file for the full run record (default: in the user state folder).")
+@egress_options
 @registry_option
 @format_option
 @library_errors
@@ -54,6 +56,11 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
     Progress goes to stderr; the answer to stdout. Exit 0 for an answer; otherwise the outcome's
     code: 3 steps, 4 time, 5 tokens, 6 invalid calls, 7 context too long, 8 model error,
     9 sandbox error, 130 interrupted.
+
+    Network is off unless a policy allows domains (--allow-domain, --network-policy, or
+    'network:' in skills.yaml); then HTTP(S) goes only through an egress proxy that enforces
+    it, injects secrets for their domains (the container sees placeholders) and logs every
+    request.
     """
     from skillctl.runtime import RunSpec, run
 
@@ -61,6 +68,7 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
     # backend cannot enforce (the local one has none) is an error, not silently dropped.
     given = (("memory", memory_limit), ("cpus", cpus), ("keep_background", keep_background or None))
     settings = {k: v for k, v in given if v is not None}
+    network = egress_spec(lock_path, sandbox_name)  # checked, secrets named, before anything starts
     registry = open_registry_for_cli(registry_url) if (skills or lock_path) else None
     try:
         result = run(RunSpec(
@@ -70,13 +78,15 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
             inputs=inputs, output_dir=output_dir, memory=memory, transcript=transcript_path, max_steps=max_steps,
             max_seconds=max_seconds, max_tokens=max_tokens, context_budget=context_budget, timeout_ms=timeout_ms,
             catalog_budget=catalog_budget, approve=approve, policy=policy_path, subagents=subagents, compact=compact,
-            progress=progress,
+            progress=progress, **network,
         ))
     finally:
         if registry is not None:
             registry.close()
     for warning in result.warnings:
         progress(f"warning: {warning}")
+    if result.egress is not None:
+        progress(result.egress["summary"])
     if fmt == "json":
         emit_json(result.to_dict())
     else:

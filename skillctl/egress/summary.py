@@ -72,4 +72,5 @@ class EgressSummary:
             "bytes_sent": self.bytes_sent,
             "bytes_received": self.bytes_received,
             "proxy_failure": self.proxy_failure,
+            "summary": self.line(),
         }

@@ -49,6 +49,7 @@ class RunResult:
     outputs: list[str] = field(default_factory=list)  # files copied out of the workspace
     memory: str | None = None  # the long-term memory folder the run used
     warnings: list[str] = field(default_factory=list)  # what went wrong after the loop (copy-out, checks)
+    egress: dict[str, Any] | None = None  # the egress proxy's counts, when the run had a network
 
     @property
     def exit_code(self) -> int:
@@ -76,4 +77,5 @@ class RunResult:
             "outputs": self.outputs,
             "memory": self.memory,
             "warnings": self.warnings,
+            "egress": self.egress,
         }

@@ -4,14 +4,16 @@
 
     run()
       open_model, make_approver               a bad model spec or policy fails first
+      make_egress()                           the network policy's session, secrets read now
+                                              (None without a network)
       registry() -> resolve_skills()          the skills' metadata only, before any container
       memory_session()                        hold the long-term memory (one run at a time)
       select_image(skills, registry)          which image: the backend's base image with the
                                               environment the skills declare layered on it
                                               (None: the backend runs no image)
       sandbox_session(image)                  the sandbox, created with sandbox_options(image):
-                                              set-up and tear-down around it live here (a network
-                                              policy that needs a proxy beside it wraps this)
+                                              set-up and tear-down around it live here: the
+                                              egress network, firewall, proxy and CA first
         prepare(sandbox, ...)                 stage inputs and memory, copy the skills in
                                               -> c₁'s system text
         make_agent(...).run(system, task)     the loop (``skillctl.runtime.loop``)
@@ -31,9 +33,9 @@ from __future__ import annotations
 
 import secrets
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from skillctl.errors import SandboxError, SkillctlError
 from skillctl.protocols import ExecResult, Model, RegistryReader, ResolvedSkill, Sandbox
@@ -48,6 +50,9 @@ from skillctl.runtime.staging import extract_outputs, inputs_tar
 from skillctl.runtime.stops import Cancelled, Interrupted, SandboxFailed
 from skillctl.runtime.tools import ToolBox, shell_tool
 from skillctl.runtime.transcript import Transcript
+
+if TYPE_CHECKING:
+    from skillctl.egress.session import EgressSession
 
 
 def run(spec: RunSpec) -> RunResult:
@@ -73,12 +78,15 @@ class Runner:
         self.transcript_path = spec.transcript or default_transcript_path()
         self.memory: Memory | None = None  # held by memory_session for the run
         self.memory_tar = b""
+        self.egress: EgressSession | None = None  # made by make_egress, live in sandbox_session
+        self.transcript: Transcript | None = None  # the agent's, once make_agent made it
 
     def run(self) -> RunResult:
         spec = self.spec
         started = time.monotonic()
         model = self.open_model()
         approver = self.make_approver()
+        self.egress = self.make_egress()
         with self.registry() as registry:
             skills = self.resolve_skills(registry)
             # Packed before the container starts, so a bad input fails in one line without one.
@@ -92,6 +100,9 @@ class Runner:
         result.duration_s = time.monotonic() - started
         result.skills = [{"name": s.name, "version": s.version, "digest": s.digest} for s in skills]
         result.memory = str(self.memory.folder) if self.memory is not None else None
+        if self.egress is not None:  # stopped by now: its counts are final
+            result.egress = self.egress.summary.to_dict()
+            result.warnings += self.egress.problems
         return result
 
     # ------------------------------------------------------------------ before the sandbox
@@ -110,6 +121,17 @@ class Runner:
         elif not isinstance(policy, ApprovalPolicy):
             policy = ApprovalPolicy.load(policy)
         return Approver(policy, mode=self.spec.approve)  # type: ignore[arg-type]  # RunSpec checked the mode
+
+    def make_egress(self) -> EgressSession | None:
+        """The run's network egress, not started yet: every secret value is read now, so a
+        missing one fails before anything is built. None when the policy allows no domain."""
+        policy = self.spec.network_policy
+        if policy is None or not policy.enabled:
+            return None
+        from skillctl.egress.session import EgressSession
+
+        return EgressSession(policy, resolve=self.spec.egress_resolve, extra_ca=self.spec.egress_ca,
+                             log_path=self.spec.egress_log, on_record=self.report_egress)
 
     @contextmanager
     def registry(self) -> Iterator[RegistryReader | None]:
@@ -167,8 +189,8 @@ class Runner:
 
     def sandbox_options(self, image: str | None) -> dict[str, Any]:
         """Everything the sandbox is created with, in one place: the image, the backend's
-        settings, and what the run adds to them (the memory's folder; a network policy would
-        add its network here)."""
+        settings, and what the run adds to them (the memory's folder; the egress network, its
+        DNS and the proxy/CA/placeholder environment)."""
         options = {
             "image": image,
             "allow_unsafe_local": self.spec.allow_unsafe_local,
@@ -177,6 +199,9 @@ class Runner:
         }
         if self.memory is not None:
             options["extra_dirs"] = (*options.get("extra_dirs", ()), MEMORY_DIR)
+        if self.egress is not None:
+            egress = self.egress.sandbox_settings()
+            options.update(egress, env={**dict(options.get("env", {})), **egress["env"]})
         return options
 
     @contextmanager
@@ -185,9 +210,14 @@ class Runner:
         that must exist before the sandbox starts, and its tear-down after, wraps this."""
         from skillctl.sandbox import open_sandbox
 
-        sandbox = open_sandbox(self.spec.sandbox, **self.sandbox_options(image))
-        with sandbox:
-            yield sandbox
+        with self.egress or nullcontext():
+            if self.egress is not None:
+                self.progress(f"egress proxy for {self.egress.policy.describe()}")
+            sandbox = open_sandbox(self.spec.sandbox, **self.sandbox_options(image))
+            with sandbox:
+                if self.egress is not None:
+                    self.egress.attach(sandbox)  # its CA, before any command runs
+                yield sandbox
 
     def prepare(self, sandbox: Sandbox, registry: RegistryReader | None, skills: list[ResolvedSkill],
                 staged: bytes | None) -> str:
@@ -227,16 +257,31 @@ class Runner:
             from skillctl.runtime.summarize import model_summarizer
 
             fitter = Compactor(model_summarizer(model)).fit
-        return Agent(model, ToolBox(tools), limits=spec.limits, transcript=Transcript(self.transcript_path),
+        self.transcript = Transcript(self.transcript_path)
+        return Agent(model, ToolBox(tools), limits=spec.limits, transcript=self.transcript,
                      progress=self.progress, fitter=fitter, cancel=spec.cancel)
 
     def report_command(self, command: str, result: ExecResult | None, reason: str) -> None:
+        if self.egress is not None:
+            self.egress.sync()  # the command's requests reach the transcript before its result
         if result is None:
             self.progress(f"  refused: {command[:120]} ({reason})")
         elif result.outcome_type == "timeout":
             self.progress(f"  timeout: {command[:120]}")
         else:
             self.progress(f"  exit {result.exit_code} in {result.duration_s * 1000:.0f} ms: {command[:120]}")
+
+    def report_egress(self, record: dict[str, Any]) -> None:
+        """A record of the egress proxy (its own thread): into the transcript; refusals,
+        warnings and failures also to ``progress`` as they happen. Never a secret value."""
+        if self.transcript is not None:
+            self.transcript.event(record.get("type", "egress"), **{k: v for k, v in record.items() if k not in ("type", "time")})
+        if record.get("decision") == "denied":
+            self.progress(f"  egress denied: {record.get('method')} {record.get('host')}:{record.get('port')} ({record.get('reason')})")
+        for warning in record.get("warnings") or ():
+            self.progress(f"  egress warning: {warning}")
+        if record.get("error"):
+            self.progress(f"  egress error: {record.get('host', '')} {record['error']}")
 
     # ------------------------------------------------------------------ after the loop
 

@@ -19,6 +19,7 @@ from skillctl.protocols import Model, RegistryReader, ResolvedSkill
 from skillctl.runtime.loop import Limits
 
 if TYPE_CHECKING:
+    from skillctl.egress.policy import NetworkPolicy
     from skillctl.protocols import Sandbox
     from skillctl.runtime.approval import ApprovalPolicy
     from skillctl.runtime.result import RunResult
@@ -50,6 +51,12 @@ class RunSpec:
     - ``checks``: commands run in the same sandbox after the agent finished, results in
       ``RunResult.checks``; ``after_run(sandbox, result)`` is called then too, before teardown
       (an exception it raises propagates; the sandbox is removed all the same).
+    - Network: ``network`` is a policy in the hosted shell tool's shape (``{"type": "allowlist",
+      "allowed_domains": [...], "domain_secrets": [...]}``) or a ``NetworkPolicy``; None or
+      ``{"type": "disabled"}`` is no network at all. When it allows domains, the docker sandbox
+      reaches them only through an egress proxy (``skillctl.egress``): ``egress_resolve``
+      (``HOST=ADDR:PORT``) and ``egress_ca`` (PEM files) reach private hosts, ``egress_log``
+      receives every request as JSON Lines; ``RunResult.egress`` counts them.
     - ``progress`` receives one line at a time; setting ``cancel`` (from any thread) stops the
       run at the next step or while commands run (not during a model call), and removes the
       sandbox. Runs on worker threads should not prompt: use ``approve="all"`` or ``"never"``,
@@ -85,6 +92,10 @@ class RunSpec:
     checks: Sequence[str] = ()
     check_timeout_s: float = 300.0
     after_run: Callable[[Sandbox, RunResult], Any] | None = None
+    network: Mapping[str, Any] | NetworkPolicy | None = None
+    egress_resolve: Sequence[str] = ()
+    egress_ca: Sequence[Path] = ()
+    egress_log: Path | None = None
     progress: Callable[[str], None] | None = None
     cancel: threading.Event | None = None
 
@@ -114,8 +125,24 @@ class RunSpec:
             problems.append("checks must be a list of non-empty commands")
         if self.check_timeout_s <= 0:
             problems.append(f"check_timeout_s must be positive, got {self.check_timeout_s}")
+        network = self.network_policy  # a bad policy is a ConfigError of its own, naming every problem
+        if network is not None and network.enabled and self.sandbox != "docker":
+            problems.append(f"network egress needs the docker sandbox (the {self.sandbox} sandbox has the host's whole network)")
+        if (network is None or not network.enabled) and (self.egress_resolve or self.egress_ca or self.egress_log):
+            problems.append("egress_resolve, egress_ca and egress_log need a network policy that allows domains")
         if problems:
             raise ConfigError("invalid run: " + "; ".join(problems))
+
+    @property
+    def network_policy(self) -> NetworkPolicy | None:
+        """``network`` as a validated ``NetworkPolicy`` (None when not given)."""
+        if self.network is None:
+            return None
+        from skillctl.egress.policy import NetworkPolicy, parse_policy
+
+        if isinstance(self.network, NetworkPolicy):
+            return self.network
+        return parse_policy(dict(self.network), origin="the run's network policy")
 
     @property
     def limits(self) -> Limits:
