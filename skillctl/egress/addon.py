@@ -66,7 +66,6 @@ class FlowState:
     warnings: list[str] = field(default_factory=list)
     request_bytes: int = 0
     response_bytes: int = 0
-    buffered_response: bool = False
 
 
 def _stream(fn: Callable[[bytes], bytes], count: Callable[[int], None]) -> Callable[[bytes], list[bytes]]:
@@ -304,8 +303,7 @@ class EgressAddon:
             return
         encoded = resp.headers.get("content-encoding", "identity").lower() not in ("", "identity")
         if self.scrub_map and (encoded or flow.request.http_version == "HTTP/1.0"):
-            state.buffered_response = True  # decoded and scrubbed whole in `response`
-            return
+            return  # buffered: decoded and scrubbed whole in `response` (HTTP/1.0 cannot be chunked)
         if self.scrub_map:
             _rechunk(resp)
 

@@ -8,10 +8,10 @@
             ...                                              # commands; session.sync() after each
     print(session.summary.line())
 
-``start`` reads every secret's real value first (a missing one fails before anything exists),
-then creates, in this order and each recorded in the run's leftovers before it exists: a
-temporary folder (the per-run CA and its key), an internal Docker network, the firewall rules
-that confine it, and the proxy process listening on the network's gateway. The container gets
+Making a session reads every secret's real value (a missing one fails before anything exists);
+``start`` then creates, in this order, each written down in the run's leftovers record as it is
+made: a temporary folder (the per-run CA and its key), an internal Docker network, the firewall
+rules that confine it, and the proxy process listening on the network's gateway. The container gets
 the network, a placeholder per secret (``skillctl-secret-NAME-<random>``) and the proxy/CA
 variables; the real values go to the proxy process on its stdin and nowhere else. ``stop``
 removes everything, in reverse; after a SIGKILL the proxy exits by itself (its stdin closes) and
@@ -38,7 +38,7 @@ from skillctl.egress.process import ProxyProcess, proxy_config
 from skillctl.egress.policy import NetworkPolicy, read_secret_values
 from skillctl.egress.rules import make_placeholder, parse_resolve
 from skillctl.egress.summary import EgressSummary
-from skillctl.errors import ConfigError, EgressError, SandboxError
+from skillctl.errors import ConfigError, SandboxError
 from skillctl.protocols import Sandbox
 from skillctl.sandbox import cleanup
 from skillctl.sandbox.client import docker_client
