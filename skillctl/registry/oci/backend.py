@@ -26,22 +26,28 @@ Same methods, records and semantics as ``LocalRegistry`` where OCI can support t
   garbage-collect``);
 - **verify** re-reads every manifest, config and bundle under the namespace and re-hashes them.
 
+The work of one command is bounded: listings by the client's limits, and tags (or catalog
+repositories) that are listed but answer 404 by ``MAX_MISSING`` per command — a registry listing
+200,000 tags whose manifests are gone would otherwise cost a request each.
+
 Every pulled blob is verified: the manifest against its digest, the config against the manifest
 and the tag, the bundle against the digest the caller resolved.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import time
+from typing import Any, Callable, TypeVar
 
 from skillctl.bundle import BundleLimits, sha256_digest
 from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError, UnsupportedError
 from skillctl.protocols import PUBLISH, YANK, ResolvedSkill
 from skillctl.registry.oci import artifact
 from skillctl.registry.oci.auth import find_credentials
-from skillctl.registry.oci.client import DistributionClient, is_access_error
+from skillctl.registry.oci.client import DEFAULT_DEADLINE_S, ENV_TIMEOUT, DistributionClient, is_access_error
 from skillctl.registry.oci.names import OciLocation, parse_oci_url, tag_version, version_tag
 from skillctl.registry.prepare import PreparedBundle
 from skillctl.registry.records import Problem, PublishResult, SkillRecord, VersionRecord, check_origin, summarize
@@ -49,10 +55,44 @@ from skillctl.registry.refs import SKILL_ID_RE, SkillRef, parse_ref, require_exa
 from skillctl.versioning import SemVer
 
 ENV_INSECURE = "SKILLCTL_INSECURE"
+# Listed tags (or repositories) that turn out not to exist, per command: a few vanish in a race
+# with a deletion; many mean the registry is inconsistent or hostile.
+MAX_MISSING = 20
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def env_seconds(name: str, default: float) -> float:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise RegistryError(f"{name}={text!r} is not a positive number of seconds; unset it or set e.g. {name}={default:g}")
+    return value
+
+
+def _command(method: _F) -> _F:
+    """A public entry point: the work budget (``MAX_MISSING``) counts from its outermost call."""
+
+    @functools.wraps(method)
+    def run(self: "OciRegistry", *args: Any, **kwargs: Any) -> Any:
+        if self._depth == 0:
+            self._missing = 0
+        self._depth += 1
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._depth -= 1
+
+    return run  # type: ignore[return-value]
 
 
 class OciRegistry:
@@ -67,6 +107,8 @@ class OciRegistry:
         self._configs: dict[str, bytes] = {}  # config blobs by digest: content-addressed, safe to keep
         self._names_by_id: dict[str, str] = {}
         self._max_bundle = BundleLimits().max_bundle_size
+        self._depth = 0
+        self._missing = 0
 
     @classmethod
     def from_url(
@@ -78,13 +120,17 @@ class OciRegistry:
         password: str | None = None,
         attempts: int = 3,
         backoff_s: float = 0.2,
+        deadline_s: float | None = None,
     ) -> "OciRegistry":
         """``oci://HOST[:PORT]/NAMESPACE``. ``insecure=None`` reads ``SKILLCTL_INSECURE``;
-        credentials are looked up lazily (see ``auth``) on the registry's first 401."""
+        ``deadline_s=None`` (the total time one HTTP exchange may take) reads
+        ``SKILLCTL_REGISTRY_TIMEOUT``, else 300 s; credentials are looked up lazily (see
+        ``auth``) on the registry's first 401."""
         loc = parse_oci_url(url)
         plain = env_flag(ENV_INSECURE) if insecure is None else insecure
         client = DistributionClient(
             loc.host, insecure=plain, attempts=attempts, backoff_s=backoff_s,
+            deadline_s=env_seconds(ENV_TIMEOUT, DEFAULT_DEADLINE_S) if deadline_s is None else deadline_s,
             credentials=lambda: find_credentials(loc.host, username=username, password=password),
         )
         return cls(loc, client)
@@ -107,9 +153,22 @@ class OciRegistry:
 
     # ------------------------------------------------------------------ reading
 
+    def _note_missing(self, what: str) -> None:
+        self._missing += 1
+        if self._missing > MAX_MISSING:
+            raise RegistryError(
+                f"registry {self.location.host} lists more than {MAX_MISSING} tags or repositories under {self.location.namespace} "
+                f"that answer 'not found' (the last: {what}); it is inconsistent or hostile — stopping instead of asking for each"
+            )
+
     def _tags(self, name: str) -> list[tuple[SemVer, str]]:
         """(version, tag) for every version tag of ``name``, newest first."""
-        out = [(v, t) for t in self.client.tags(self.location.repository(name)) if (v := tag_version(t)) is not None]
+        repo = self.location.repository(name)
+        listed = self.client.tags(repo)
+        if listed is None:
+            self._note_missing(repo)
+            listed = []
+        out = [(v, t) for t in listed if (v := tag_version(t)) is not None]
         return sorted(out, key=lambda vt: vt[0].order, reverse=True)
 
     def _manifest(self, name: str, tag: str) -> tuple[artifact.SkillManifest, bytes] | None:
@@ -136,8 +195,9 @@ class OciRegistry:
 
     def _record(self, name: str, tag: str) -> VersionRecord | None:
         got = self._manifest(name, tag)
-        if got is None:
-            return None  # the tag vanished between listing and reading
+        if got is None:  # the tag vanished between listing and reading (or never had a manifest)
+            self._note_missing(f"{self.location.repository(name)}:{tag}")
+            return None
         manifest, _ = got
         return artifact.record(self._config(name, tag, manifest), manifest)
 
@@ -162,6 +222,7 @@ class OciRegistry:
     def _not_found(self, ref: SkillRef) -> NotFoundError:
         return NotFoundError(f"no skill '{ref.subject}' in registry {self.url}; see: skillctl list --registry {self.url}")
 
+    @_command
     def resolve_record(self, ref: str | SkillRef, *, prereleases: bool = False) -> VersionRecord:
         r = parse_ref(ref) if isinstance(ref, str) else ref
         name = self._name_for(r)
@@ -194,9 +255,11 @@ class OciRegistry:
             raise NotFoundError(f"{rec.name}@{rec.version} has id {rec.skill_id}, not {ref.skill_id}")
         return rec
 
+    @_command
     def resolve(self, ref: str, *, prereleases: bool = False, index_url: str = "") -> ResolvedSkill:
         return self.resolve_record(ref, prereleases=prereleases).resolved()
 
+    @_command
     def fetch(self, skill: ResolvedSkill) -> bytes:
         """The bundle bytes of ``skill``: the version's manifest must still name ``skill.digest``
         (a tag moved since resolving is refused), and the bytes must hash to it."""
@@ -214,6 +277,7 @@ class OciRegistry:
         self._config(skill.name, tag, manifest)
         return self.client.get_blob(repo, skill.digest, size=manifest.layer.size, max_bytes=self._max_bundle)
 
+    @_command
     def versions(self, name_or_id: str) -> list[VersionRecord]:
         r = parse_ref(name_or_id)
         name = self._name_for(r)
@@ -222,9 +286,11 @@ class OciRegistry:
             raise self._not_found(r)
         return [rec for _, tag in tags if (rec := self._record(name, tag)) is not None]
 
+    @_command
     def get_skill(self, name_or_id: str) -> SkillRecord:
         return summarize(self.versions(name_or_id))
 
+    @_command
     def list_skills(self) -> list[SkillRecord]:
         out = []
         for name in self._catalog_names():
@@ -238,6 +304,7 @@ class OciRegistry:
 
     # ------------------------------------------------------------------ writing
 
+    @_command
     def publish(self, bundle: PreparedBundle, *, created_at: int | None = None, skill_id: str | None = None) -> PublishResult:
         """Push ``bundle`` as ``NAME:VERSION``; "unchanged" when that version already holds
         these bytes, ImmutableVersionError when it holds others. ``created_at`` (default: now)
@@ -294,6 +361,7 @@ class OciRegistry:
     def _exact(self, ref: str, verb: str) -> VersionRecord:
         return self.resolve_record(require_exact(ref, verb))
 
+    @_command
     def set_yanked(self, ref: str, yanked: bool, reason: str = "") -> VersionRecord:
         rec = self._exact(ref, "yank" if yanked else "unyank")
         tag = version_tag(rec.version)
@@ -329,28 +397,37 @@ class OciRegistry:
             "so the lock needs no protection there"
         )
 
+    @_command
     def verify(self) -> list[Problem]:
         """Re-read and re-hash every version under the namespace (needs the catalog)."""
         problems: list[Problem] = []
         for name in self._catalog_names():
             repo = self.location.repository(name)
-            for tag in sorted(self.client.tags(repo)):
+            listed = self.client.tags(repo)
+            if listed is None:
+                self._note_missing(repo)
+                continue
+            for tag in sorted(listed):
                 if tag_version(tag) is None:
                     problems.append(Problem("warning", "foreign-tag", f"{repo}:{tag} is not a version tag; skillctl ignores it"))
                     continue
                 try:
                     got = self._manifest(name, tag)
-                    if got is None:
-                        continue
-                    manifest, _ = got
-                    cfg = self._config(name, tag, manifest)
-                    self.client.get_blob(repo, cfg.digest, size=manifest.layer.size, max_bytes=self._max_bundle)
+                    if got is not None:
+                        manifest, _ = got
+                        cfg = self._config(name, tag, manifest)
+                        self.client.get_blob(repo, cfg.digest, size=manifest.layer.size, max_bytes=self._max_bundle)
                 except IntegrityError as exc:
                     problems.append(Problem("error", "corrupt", f"{name}@{tag}: {exc}"))
+                    continue
                 except RegistryError as exc:
                     if is_access_error(exc):  # not a damaged version: the registry itself is out of reach
                         raise
                     problems.append(Problem("error", "invalid", f"{name}@{tag}: {exc}"))
+                    continue
+                if got is None:
+                    problems.append(Problem("warning", "missing", f"{repo}:{tag} is listed but has no manifest (deleted meanwhile?)"))
+                    self._note_missing(f"{repo}:{tag}")
         return problems
 
 

@@ -9,15 +9,26 @@ blob it downloads; it pushes files from disk rather than bytes; and its errors a
 we need is small and stable (distribution spec 1.0), so this is a client on ``requests`` — already
 installed with the ``docker`` SDK — that does exactly that subset, strictly:
 
-- every body read is capped before it is read (manifests 4 MiB, tag lists 4 MiB, blobs at the
-  bundle limit) and every blob and manifest is hashed against the digest it was asked by;
+- every body read is capped before it is read (manifests 4 MiB, tag-list pages 4 MiB, blobs at
+  the bundle limit) and every blob and manifest is hashed against the digest it was asked by;
+  listings are bounded as a whole too (entries, bytes and pages: ``TAG_LIMITS``,
+  ``CATALOG_LIMITS``), so a registry paginating for ever costs a bounded amount of memory;
+- every exchange has a total deadline (``deadline_s``, default 300 s, ``SKILLCTL_REGISTRY_TIMEOUT``)
+  covering connecting, the headers and the body, retries, redirects and the auth challenge
+  included — enforced on every receive (``transport``), so a server trickling bytes cannot hold
+  a command; the error names the registry, the request and what it was waiting for;
 - connection refused / connect timeouts are retried for any request (nothing was sent), and
   read failures and 429/502/503/504 only for idempotent ones (GET, HEAD, PUT of a manifest), a
-  few times with a short exponential backoff; then one line naming the registry;
+  few times with a short exponential backoff inside that deadline; then one line;
+- redirects are followed by hand, at most ``MAX_REDIRECTS``, only to http(s) URLs (no HTTPS →
+  HTTP downgrade without ``insecure``); loops, other schemes and malformed ``Location`` or
+  ``Link`` URLs are one line each, as is JSON nested too deeply to parse;
 - 401 runs the registry's challenge (Basic, or Bearer token from its realm) once, with
   credentials from ``auth``; a second 401 or a 403 is one line naming registry, user and source;
-- the ``Authorization`` header is only ever sent to the registry's own host (pagination and
-  upload locations pointing elsewhere get none).
+- credentials go to a token realm only over HTTPS, or over plain HTTP when the realm is on the
+  registry's own host and the caller asked for ``insecure`` (Docker's rule for realms elsewhere);
+- the ``Authorization`` header is only ever sent to the origin it belongs to (the registry, or
+  the token realm): redirects, pagination and upload locations pointing elsewhere get none.
 
 Plain HTTP only when the caller asks (``insecure=True``); HTTPS certificates are verified (a
 private CA can be given through ``REQUESTS_CA_BUNDLE``).
@@ -27,8 +38,9 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any, Callable, Iterator
-from urllib.parse import quote, urljoin, urlsplit
+from dataclasses import dataclass
+from typing import Callable, Iterator
+from urllib.parse import quote, urlencode, urljoin, urlsplit
 
 import requests
 
@@ -36,24 +48,58 @@ from skillctl import __version__
 from skillctl.errors import IntegrityError, RegistryError
 from skillctl.registry.netfail import is_unsent as _is_unsent
 from skillctl.registry.netfail import reason as _reason
+from skillctl.registry.oci.artifact import parse_json
 from skillctl.registry.oci.auth import ENV_PASSWORD, ENV_USERNAME, Credentials, parse_challenge
+from skillctl.registry.oci.transport import DeadlineAdapter, deadline_for
 
-MAX_LIST_BYTES = 4 * 1024 * 1024
+ENV_TIMEOUT = "SKILLCTL_REGISTRY_TIMEOUT"
+DEFAULT_DEADLINE_S = 300.0  # a 50 MiB bundle at 170 KiB/s; a stuck exchange never costs more
+CONNECT_TIMEOUT_S = 5.0
+IDLE_TIMEOUT_S = 30.0  # silence that counts as a failed attempt (retried when safe)
+MAX_LIST_BYTES = 4 * 1024 * 1024  # one page
 MAX_ERROR_BYTES = 64 * 1024
+MAX_REDIRECTS = 5
 PAGE_SIZE = 1000
-MAX_PAGES = 1000
 _RETRY_STATUS = frozenset({429, 502, 503, 504})
+_REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
+
+
+@dataclass(frozen=True)
+class ListLimits:
+    """Bounds on one whole listing, every page together."""
+
+    entries: int
+    total_bytes: int
+    pages: int
+
+
+# A skill with 10,000 versions is far past any real one; registries page 100 to 1,000 tags.
+TAG_LIMITS = ListLimits(entries=10_000, total_bytes=8 * 1024 * 1024, pages=100)
+# The catalog lists every repository of the registry, other teams' included.
+CATALOG_LIMITS = ListLimits(entries=100_000, total_bytes=32 * 1024 * 1024, pages=1_000)
 
 
 # How the messages of errors about reaching the registry at all begin (not about its content):
 # callers that report content problems one by one (verify) let these end the whole run instead.
-_ACCESS_MARKS = ("cannot reach registry", "TLS with registry", "requires credentials (HTTP 401)", "rejected the credentials", " denied ")
+_ACCESS_MARKS = (
+    "cannot reach registry", "TLS with registry", "requires credentials (HTTP 401)", "rejected the credentials", " denied ",
+    " timed out on ", "cannot reach the token service",
+)
 
 
 def is_access_error(exc: BaseException) -> bool:
-    """True for 'cannot reach' / TLS / 401 / 403 failures raised by this client."""
+    """True for 'cannot reach' / TLS / 401 / 403 / deadline failures raised by this client."""
     text = str(exc)
     return isinstance(exc, RegistryError) and any(mark in text for mark in _ACCESS_MARKS)
+
+
+class _Session(requests.Session):
+    """A session that never looks at redirects: the client follows them itself (``_exchange``).
+    Even with ``allow_redirects=False``, requests parses the ``Location`` of every 3xx answer
+    and reads its whole body in advance; a hostile one could fail there or send gigabytes."""
+
+    def resolve_redirects(self, *args: object, **kwargs: object) -> Iterator[requests.Response]:
+        return iter(())
 
 
 class DistributionClient:
@@ -67,21 +113,33 @@ class DistributionClient:
         credentials: Callable[[], Credentials | None] = lambda: None,
         attempts: int = 3,
         backoff_s: float = 0.2,
-        timeout_s: tuple[float, float] = (5.0, 60.0),
+        deadline_s: float = DEFAULT_DEADLINE_S,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
     ) -> None:
+        if not deadline_s > 0:
+            raise RegistryError(f"the registry deadline must be a positive number of seconds, got {deadline_s}")
         self.host = host
         self.insecure = insecure
-        self.base = f"{'http' if insecure else 'https'}://{host}"
+        self.scheme = "http" if insecure else "https"
+        self.base = f"{self.scheme}://{host}"
         self.attempts = max(1, attempts)
         self.backoff_s = backoff_s
-        self.timeout_s = timeout_s
+        self.deadline_s = deadline_s
+        self.connect_timeout_s = connect_timeout_s
+        self.idle_timeout_s = idle_timeout_s
         self._credentials_fn = credentials
         self._creds: Credentials | None = None
         self._creds_loaded = False
         self._basic: str | None = None
         self._tokens: dict[str, str] = {}
-        self.session = requests.Session()
+        self.session = _Session()
+        adapter = DeadlineAdapter()
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
         self.session.headers["User-Agent"] = f"skillctl/{__version__}"
+        # Blobs are gzip already; and nothing is inflated before the size caps see it.
+        self.session.headers["Accept-Encoding"] = "identity"
         self.requests = 0  # for benchmarks and tests: how many HTTP requests were sent
 
     def close(self) -> None:
@@ -99,14 +157,29 @@ class DistributionClient:
         creds = self._creds
         return f"'{creds.username}' (from {creds.source})" if creds else "anonymous access"
 
-    def _send(self, method: str, url: str, *, headers: dict[str, str], data: bytes | None, idempotent: bool) -> requests.Response:
+    def _timed_out(self, what: str, phase: str) -> RegistryError:
+        return RegistryError(
+            f"registry {self.host} timed out on {what}: no complete answer within the {self.deadline_s:g} s deadline ({phase}); "
+            f"it covers connecting, headers and body, retries included — check the registry, or raise {ENV_TIMEOUT} for a slow link"
+        )
+
+    def _send(
+        self, method: str, url: str, *, headers: dict[str, str], data: bytes | None, idempotent: bool, deadline: float, what: str,
+        server: str,
+    ) -> requests.Response:
+        """One hop (no redirects followed), retried when safe, all inside ``deadline``."""
         delay = self.backoff_s
         for attempt in range(1, self.attempts + 1):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise self._timed_out(what, "waiting to retry")
             try:
                 self.requests += 1
-                resp = self.session.request(
-                    method, url, headers=headers, data=data, stream=True, timeout=self.timeout_s, allow_redirects=True
-                )
+                with deadline_for(deadline):
+                    resp = self.session.request(
+                        method, url, headers=headers, data=data, stream=True, allow_redirects=False,
+                        timeout=(min(self.connect_timeout_s, left), min(self.idle_timeout_s, left)),
+                    )
             except requests.exceptions.SSLError as exc:
                 kind = "certificate not trusted" if "CERTIFICATE_VERIFY_FAILED" in str(exc) else "handshake failed"
                 raise RegistryError(
@@ -114,24 +187,93 @@ class DistributionClient:
                     "(SKILLCTL_INSECURE=1), if it uses a private CA set REQUESTS_CA_BUNDLE"
                 ) from None
             except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
-                if attempt < self.attempts and (idempotent or _is_unsent(exc)):
-                    time.sleep(delay)
+                if _past(deadline):
+                    connecting = isinstance(exc, requests.exceptions.ConnectTimeout) or _is_unsent(exc)
+                    raise self._timed_out(what, "while connecting" if connecting else "waiting for the status line and headers") from None
+                if attempt < self.attempts and (idempotent or _is_unsent(exc)) and _pause(delay, deadline):
                     delay *= 2
                     continue
                 raise RegistryError(
-                    f"cannot reach registry {self.host} ({self.base}): {_reason(exc)} after {attempt} attempt(s); "
+                    f"cannot reach {server}: {_reason(exc)} after {attempt} attempt(s); "
                     "check that it is running and that --registry / SKILLCTL_REGISTRY is right"
                 ) from None
-            if resp.status_code in _RETRY_STATUS and idempotent and attempt < self.attempts:
+            except (requests.exceptions.RequestException, ValueError) as exc:
+                # what requests refuses before sending (an unusable URL or header): one line too
+                raise RegistryError(f"registry {self.host}: cannot send {what} to {_short(url)} ({type(exc).__name__})") from None
+            resp.skillctl_deadline = deadline  # type: ignore[attr-defined]  # read_body reports against it
+            if resp.status_code in _RETRY_STATUS and idempotent and attempt < self.attempts and time.monotonic() + delay < deadline:
                 resp.close()
-                time.sleep(delay)
+                _pause(delay, deadline)
                 delay *= 2
                 continue
             return resp
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _exchange(
+        self,
+        method: str,
+        url: str,
+        *,
+        what: str,
+        deadline: float,
+        headers: dict[str, str] | None = None,
+        data: bytes | None = None,
+        idempotent: bool = True,
+        auth: tuple[str, str] | None = None,
+        server: str = "",
+    ) -> requests.Response:
+        """``url`` with its redirects followed by hand. ``auth`` is (origin, header value): the
+        header goes only to URLs of that origin (scheme://host:port), never across a redirect."""
+        server = server or f"registry {self.host} ({self.base})"
+        seen = [url]
+        for _ in range(MAX_REDIRECTS + 1):
+            hop = dict(headers or {})
+            if auth is not None and _origin(url) == auth[0]:
+                hop["Authorization"] = auth[1]
+            resp = self._send(method, url, headers=hop, data=data, idempotent=idempotent, deadline=deadline, what=what, server=server)
+            if resp.status_code not in _REDIRECT_STATUS:
+                return resp
+            resp.close()
+            location = resp.headers.get("Location")
+            if not location:
+                raise RegistryError(f"registry {self.host} answered {what} with HTTP {resp.status_code} but no Location; refusing")
+            target = self.checked_url(url, location, f"redirected {what}")
+            if target in seen:
+                loop = " → ".join(_short(u) for u in [*seen[seen.index(target):], target])
+                raise RegistryError(f"registry {self.host} redirected {what} in a loop ({loop}); refusing")
+            seen.append(target)
+            if resp.status_code in (301, 302, 303) and method not in ("GET", "HEAD"):
+                method, data = "GET", None  # as browsers and requests do: only 307/308 repeat the body
+            url = target
+        raise RegistryError(f"registry {self.host} redirected {what} more than {MAX_REDIRECTS} times; refusing")
+
+    def checked_url(self, current: str, target: str, how: str, *, allow_http: bool | None = None) -> str:
+        """``target`` (a Location or a Link) made absolute against ``current``, or one line
+        saying why it is not followed: not http(s), malformed, or a downgrade to plain HTTP
+        (allowed only with ``insecure``, unless ``allow_http`` says otherwise)."""
+        shown = target[:100]
+        try:
+            if any(ord(c) < 33 or ord(c) == 127 for c in target.strip()):
+                raise ValueError("control characters or spaces")
+            url = urljoin(current, target.strip())
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+        except ValueError:
+            raise RegistryError(f"registry {self.host} {how} to a malformed URL {shown!r}; refusing") from None
+        if parts.scheme not in ("http", "https"):
+            raise RegistryError(
+                f"registry {self.host} {how} to a {parts.scheme or 'scheme-less'} URL ({shown}); only http(s) URLs are followed"
+            )
+        if not parts.hostname:
+            raise RegistryError(f"registry {self.host} {how} to a malformed URL {shown!r} (no host); refusing")
+        if parts.scheme == "http" and not (self.insecure if allow_http is None else allow_http):
+            raise RegistryError(
+                f"registry {self.host} {how} to plain HTTP ({_short(url)}) from HTTPS; refusing (--insecure allows plain HTTP)"
+            )
+        return url
+
     def _same_host(self, url: str) -> bool:
-        return urlsplit(url).netloc == self.host
+        return _origin(url) == _origin(self.base)
 
     def _auth_header(self, scope: str) -> str | None:
         return self._tokens.get(scope) or self._basic
@@ -147,21 +289,25 @@ class DistributionClient:
         data: bytes | None = None,
         idempotent: bool = True,
     ) -> requests.Response:
-        """Send one request, answering an auth challenge once; 401/403 become RegistryError."""
+        """Send one request, answering an auth challenge once; 401/403 become RegistryError.
+        The whole of it — retries, redirects, the challenge and reading the body the caller
+        streams from the response — shares one deadline of ``deadline_s``."""
+        deadline = time.monotonic() + self.deadline_s
         url = path_or_url if "://" in path_or_url else self.base + path_or_url
-        own = self._same_host(url)
-        hdrs = dict(headers or {})
-        auth = self._auth_header(scope) if own else None
-        if auth:
-            hdrs["Authorization"] = auth
-        resp = self._send(method, url, headers=hdrs, data=data, idempotent=idempotent)
-        if resp.status_code == 401 and own:
+        origin = _origin(self.base)
+        auth = self._auth_header(scope)
+        resp = self._exchange(
+            method, url, what=what, deadline=deadline, headers=headers, data=data, idempotent=idempotent,
+            auth=(origin, auth) if auth else None,
+        )
+        if resp.status_code == 401 and self._same_host(resp.url):
             challenge = resp.headers.get("WWW-Authenticate", "")
             resp.close()
-            sent_before = auth is not None
-            self._answer_challenge(challenge, scope, what, already_sent=sent_before)
-            hdrs["Authorization"] = self._auth_header(scope) or ""
-            resp = self._send(method, url, headers=hdrs, data=data, idempotent=idempotent)
+            self._answer_challenge(challenge, scope, what, already_sent=auth is not None and self._same_host(url), deadline=deadline)
+            resp = self._exchange(
+                method, url, what=what, deadline=deadline, headers=headers, data=data, idempotent=idempotent,
+                auth=(origin, self._auth_header(scope) or ""),
+            )
             if resp.status_code == 401:
                 resp.close()
                 raise self._rejected(what)
@@ -186,7 +332,7 @@ class DistributionClient:
             f"registry {self.host} rejected the credentials of {self._who()} for {what} (HTTP 401); check the username and password"
         )
 
-    def _answer_challenge(self, header: str, scope: str, what: str, *, already_sent: bool) -> None:
+    def _answer_challenge(self, header: str, scope: str, what: str, *, already_sent: bool, deadline: float) -> None:
         challenge = parse_challenge(header)
         creds = self._credentials()
         if challenge.scheme == "basic":
@@ -197,33 +343,50 @@ class DistributionClient:
             self._basic = creds.basic_header()
             return
         if challenge.scheme == "bearer":
-            self._tokens[scope] = "Bearer " + self._fetch_token(challenge.params, scope, creds, what)
+            self._tokens[scope] = "Bearer " + self._fetch_token(challenge.params, scope, creds, what, deadline)
             return
         raise RegistryError(f"registry {self.host} asks for '{challenge.scheme or 'unknown'}' authentication, which skillctl does not speak (Basic and Bearer only)")
 
-    def _fetch_token(self, params: dict[str, str], scope: str, creds: Credentials | None, what: str) -> str:
-        realm = params.get("realm")
-        if not realm or urlsplit(realm).scheme not in ("http", "https"):
-            raise RegistryError(f"registry {self.host} sent a Bearer challenge without a usable realm")
+    def _realm_allowed(self, realm: str) -> bool:
+        """Whether credentials may go to ``realm``: over HTTPS anywhere (as Docker does), over
+        plain HTTP only on the registry's own host, and only when plain HTTP was asked for."""
+        parts = urlsplit(realm)
+        return parts.scheme == "https" or (self.insecure and parts.hostname == urlsplit(self.base).hostname)
+
+    def _fetch_token(self, params: dict[str, str], scope: str, creds: Credentials | None, what: str, deadline: float) -> str:
+        raw = params.get("realm") or ""
+        try:
+            # plain HTTP is judged below, with the credentials in view: an anonymous token may come over it
+            realm = self.checked_url(self.base + "/", raw, "points its Bearer realm", allow_http=True).split("#", 1)[0] if raw else ""
+        except RegistryError:
+            realm = ""
+        if not realm:
+            raise RegistryError(f"registry {self.host} sent a Bearer challenge without a usable realm ({raw[:100]!r})")
+        if creds is not None and not self._realm_allowed(realm):
+            raise RegistryError(
+                f"registry {self.host} asks for the credentials of {self._who()} to be sent to {realm} over plain HTTP; "
+                "skillctl sends them to a token service only over HTTPS (or over HTTP on the registry's own host with "
+                "--insecure) — refusing; the registry's token realm needs https://"
+            )
         query: dict[str, str] = {}
         if params.get("service"):
             query["service"] = params["service"]
         token_scope = params.get("scope") or scope
         if token_scope:
             query["scope"] = token_scope
-        headers = {"Authorization": creds.basic_header()} if creds else {}
-        try:
-            self.requests += 1
-            resp = self.session.get(realm, params=query, headers=headers, timeout=self.timeout_s, stream=True)
-        except requests.exceptions.RequestException as exc:
-            raise RegistryError(f"cannot reach the token service {realm} of registry {self.host}: {_reason(exc)}") from None
+        url = f"{realm}{'&' if '?' in realm else '?'}{urlencode(query)}" if query else realm
+        token_what = f"a token for {what} from {_short(realm)}"
+        resp = self._exchange(
+            "GET", url, what=token_what, deadline=deadline, auth=(_origin(realm), creds.basic_header()) if creds else None,
+            server=f"the token service {_short(realm)} of registry {self.host}",
+        )
         with resp:
             if resp.status_code == 401:
                 raise self._rejected(what) if creds else self._needs_credentials()
             if resp.status_code != 200:
                 raise RegistryError(f"token service {realm} of registry {self.host} answered HTTP {resp.status_code} for {what}")
             try:
-                doc = _json(read_capped(resp, MAX_ERROR_BYTES, f"token from {realm}"))
+                doc = parse_json(self.read_body(resp, MAX_ERROR_BYTES, token_what))
             except ValueError:
                 doc = None
         token = doc.get("token") or doc.get("access_token") if isinstance(doc, dict) else None
@@ -234,7 +397,7 @@ class DistributionClient:
     def _error_detail(self, resp: requests.Response) -> str:
         """'CODE: message' from a distribution error body, or '' (body read capped)."""
         try:
-            doc = _json(read_capped(resp, MAX_ERROR_BYTES, "error body"))
+            doc = parse_json(self.read_body(resp, MAX_ERROR_BYTES, "error body"))
             err = doc["errors"][0]
             return f"{err.get('code', '')}: {err.get('message', '')}".strip(": ")[:200]
         except Exception:  # noqa: BLE001 - any unreadable body means no detail
@@ -247,24 +410,54 @@ class DistributionClient:
         verb = "failed" if resp.status_code >= 500 else "refused"
         return RegistryError(f"registry {self.host} {verb} {what}: HTTP {resp.status_code}{' ' + detail if detail else ''}")
 
+    def read_body(self, resp: requests.Response, cap: int, what: str, *, kind: str = "answer") -> bytes:
+        """The response body, refused as soon as it would pass ``cap`` bytes; a stall or a cut
+        connection while reading is one line too. ``what`` names the request ("reading …")."""
+        unit = f"{cap // 1048576} MiB" if cap >= 1048576 else f"{cap} byte"
+        declared = resp.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > cap:
+            resp.close()
+            raise RegistryError(f"{what} on {self.host}: {kind} of {int(declared)} bytes is over the {unit} cap; refusing it")
+        buf = bytearray()
+        try:
+            for chunk in resp.iter_content(65536):
+                buf += chunk
+                if len(buf) > cap:
+                    resp.close()
+                    raise RegistryError(f"{what} on {self.host}: {kind} is over the {unit} cap; refusing it")
+        except requests.exceptions.RequestException as exc:
+            resp.close()
+            if _past(getattr(resp, "skillctl_deadline", float("inf"))):
+                raise self._timed_out(what, "reading the body") from None
+            raise RegistryError(f"registry {self.host}: {_reason(exc)} while reading {what}; try again") from None
+        return bytes(buf)
+
     # ------------------------------------------------------------------ lists
 
-    def _pages(self, path: str, *, scope: str, what: str, key: str) -> Iterator[list[str]]:
-        url: str | None = f"{path}?n={PAGE_SIZE}"
-        for _ in range(MAX_PAGES):
-            if url is None:
-                return
+    def _listing(self, path: str, *, scope: str, what: str, key: str, limits: ListLimits) -> list[str] | None:
+        """Every entry of a paginated list (``key`` of each page), or None on 404 (no such
+        repository). Refused in one line past ``limits``, counted over all pages together."""
+        url = f"{self.base}{path}?n={PAGE_SIZE}"
+        out: list[str] = []
+        total = 0
+        for page in range(1, limits.pages + 1):
             resp = self.request("GET", url, scope=scope, what=what)
             if resp.status_code == 404:
                 resp.close()
-                raise NotFoundPage
+                return None
             if resp.status_code != 200:
                 raise self.fail(resp, what)
             with resp:
-                body = read_capped(resp, MAX_LIST_BYTES, what)
+                body = self.read_body(resp, MAX_LIST_BYTES, what)
                 nxt = resp.links.get("next", {}).get("url")
+            total += len(body)
+            if total > limits.total_bytes:
+                raise RegistryError(
+                    f"registry {self.host} answered {what} with more than {limits.total_bytes // 1048576} MiB over {page} pages; "
+                    "skillctl reads no more than that — refusing"
+                )
             try:
-                doc = _json(body)
+                doc = parse_json(body)
             except ValueError as exc:
                 raise RegistryError(f"registry {self.host} answered {what} with invalid JSON ({exc})") from None
             items = doc.get(key) if isinstance(doc, dict) else None
@@ -272,31 +465,27 @@ class DistributionClient:
                 items = []
             if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
                 raise RegistryError(f"registry {self.host} answered {what} with a malformed '{key}' list")
-            yield items
-            url = urljoin(self.base + path, nxt) if nxt else None
-        raise RegistryError(f"registry {self.host} kept paginating {what} past {MAX_PAGES} pages; refusing")
+            out += items
+            if len(out) > limits.entries:
+                raise RegistryError(
+                    f"registry {self.host} lists more than {limits.entries} entries in {what} (page {page}); "
+                    "skillctl reads no more than that — refusing"
+                )
+            if not nxt:
+                return out
+            url = self.checked_url(url, nxt, f"sent a next-page link for {what}")
+        raise RegistryError(f"registry {self.host} kept paginating {what} past {limits.pages} pages; refusing")
 
-    def tags(self, repo: str) -> list[str]:
-        """Every tag of ``repo``; [] when the repository does not exist."""
-        out: list[str] = []
-        try:
-            for page in self._pages(f"/v2/{repo}/tags/list", scope=f"repository:{repo}:pull", what=f"the tags of {repo}", key="tags"):
-                out += page
-        except NotFoundPage:
-            return []
-        return out
+    def tags(self, repo: str) -> list[str] | None:
+        """Every tag of ``repo``; None when the repository does not exist."""
+        return self._listing(
+            f"/v2/{repo}/tags/list", scope=f"repository:{repo}:pull", what=f"the tags of {repo}", key="tags", limits=TAG_LIMITS
+        )
 
     def catalog(self) -> list[str]:
         what = "its catalog (/v2/_catalog)"
-        out: list[str] = []
         try:
-            for page in self._pages("/v2/_catalog", scope="registry:catalog:*", what=what, key="repositories"):
-                out += page
-        except NotFoundPage:
-            raise RegistryError(
-                f"registry {self.host} does not offer a catalog (/v2/_catalog), so it cannot list skills; "
-                "ask for a skill by name instead (skillctl versions NAME)"
-            ) from None
+            out = self._listing("/v2/_catalog", scope="registry:catalog:*", what=what, key="repositories", limits=CATALOG_LIMITS)
         except RegistryError as exc:
             if "UNSUPPORTED" in str(exc) or "HTTP 405" in str(exc):
                 raise RegistryError(
@@ -304,6 +493,11 @@ class DistributionClient:
                     "ask for a skill by name instead (skillctl versions NAME)"
                 ) from None
             raise
+        if out is None:
+            raise RegistryError(
+                f"registry {self.host} does not offer a catalog (/v2/_catalog), so it cannot list skills; "
+                "ask for a skill by name instead (skillctl versions NAME)"
+            )
         return out
 
     # ------------------------------------------------------------------ manifests
@@ -319,7 +513,7 @@ class DistributionClient:
         if resp.status_code != 200:
             raise self.fail(resp, f"reading {what}")
         with resp:
-            body = read_capped(resp, max_bytes, f"{what} on {self.host}", kind="manifest")
+            body = self.read_body(resp, max_bytes, f"reading {what}", kind="manifest")
             claimed = resp.headers.get("Docker-Content-Digest")
         digest = "sha256:" + hashlib.sha256(body).hexdigest()
         if claimed and claimed != digest:
@@ -365,7 +559,7 @@ class DistributionClient:
         if resp.status_code != 202 or not resp.headers.get("Location"):
             raise self.fail(resp, what)
         resp.close()
-        location = urljoin(self.base + "/", resp.headers["Location"])
+        location = self.checked_url(resp.url, resp.headers["Location"], f"answered {what} with an upload Location")
         sep = "&" if "?" in location else "?"
         resp = self.request(
             "PUT", f"{location}{sep}digest={quote(digest)}", scope=scope, what=what,
@@ -388,7 +582,7 @@ class DistributionClient:
         if resp.status_code != 200:
             raise self.fail(resp, f"reading {what}")
         with resp:
-            data = read_capped(resp, max_bytes, f"{what} on {self.host}", kind="blob")
+            data = self.read_body(resp, max_bytes, f"reading {what}", kind="blob")
         actual = "sha256:" + hashlib.sha256(data).hexdigest()
         if actual != digest:
             raise IntegrityError(f"registry {self.host} served {what} whose bytes hash to {actual[:19]}…; refusing it (damaged or tampered)")
@@ -397,26 +591,26 @@ class DistributionClient:
         return data
 
 
-class NotFoundPage(Exception):
-    """Internal: a listing answered 404 (e.g. a repository that does not exist)."""
+def _past(deadline: float) -> bool:
+    """Whether a failed receive was ended by ``deadline``: socket timeouts are rounded to the
+    clock's resolution, so one that fires a hair early counts too."""
+    return time.monotonic() >= deadline - 0.05
 
 
-def read_capped(resp: requests.Response, cap: int, what: str, *, kind: str = "answer") -> bytes:
-    """The response body, refused as soon as it would pass ``cap`` bytes."""
-    declared = resp.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > cap:
-        resp.close()
-        raise RegistryError(f"{what}: {kind} of {int(declared)} bytes is over the {cap // 1048576 or cap} {'MiB' if cap >= 1048576 else 'byte'} cap; refusing it")
-    buf = bytearray()
-    for chunk in resp.iter_content(65536):
-        buf += chunk
-        if len(buf) > cap:
-            resp.close()
-            raise RegistryError(f"{what}: {kind} is over the {cap // 1048576 or cap} {'MiB' if cap >= 1048576 else 'byte'} cap; refusing it")
-    return bytes(buf)
+def _pause(delay: float, deadline: float) -> bool:
+    """Sleep ``delay`` before a retry if the deadline leaves room for one; False if it does not."""
+    if time.monotonic() + delay >= deadline:
+        return False
+    time.sleep(delay)
+    return True
 
 
-def _json(body: bytes) -> Any:
-    import json
+def _origin(url: str) -> str:
+    """scheme://host[:port], lowercased: what an Authorization header is bound to."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
 
-    return json.loads(body.decode("utf-8"))
+
+def _short(url: str) -> str:
+    """A URL for a message: without its query (upload and token URLs carry state there)."""
+    return url.split("?", 1)[0][:120]
