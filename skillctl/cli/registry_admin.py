@@ -1,4 +1,4 @@
-"""``skillctl registry verify|gc``: maintenance of a registry."""
+"""``skillctl registry verify|gc|rebuild-index``: maintenance of a registry."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import sys
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, registry_option
+from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, progress, registry_option
 
 
 @click.group("registry")
 def registry_group() -> None:
-    """Maintain a registry (verify integrity, collect garbage)."""
+    """Maintain a registry (verify integrity, collect garbage, rebuild a lost index)."""
 
 
 @registry_group.command("verify")
@@ -19,8 +19,9 @@ def registry_group() -> None:
 @format_option
 @library_errors
 def verify(registry_url: str | None, fmt: str) -> None:
-    """Re-hash every blob and check the index. Exit 1 on any missing or corrupt blob."""
-    reg = open_registry_for_cli(registry_url, create=False)
+    """Re-hash every blob and check the index. Exit 1 on any missing or corrupt blob, and on a
+    missing, empty or damaged index."""
+    reg = open_registry_for_cli(registry_url, create=False, allow_damaged=True)
     problems = reg.verify()
     errors = [p for p in problems if p.severity == "error"]
     if fmt == "json":
@@ -39,7 +40,10 @@ def verify(registry_url: str | None, fmt: str) -> None:
 @format_option
 @library_errors
 def gc(dry_run: bool, grace: int, registry_url: str | None, fmt: str) -> None:
-    """Remove blobs no version references and leftovers of interrupted publishes."""
+    """Remove blobs no version references and leftovers of interrupted publishes.
+
+    Refused on a registry whose index is missing or damaged: it could not tell which blobs are
+    in use (see `registry verify` and `registry rebuild-index`)."""
     reg = open_registry_for_cli(registry_url, create=False)
     removed = reg.gc(dry_run=dry_run, grace_s=grace)
     if fmt == "json":
@@ -48,3 +52,37 @@ def gc(dry_run: bool, grace: int, registry_url: str | None, fmt: str) -> None:
         for r in removed:
             click.echo(("would remove " if dry_run else "removed ") + r)
         click.echo(f"{len(removed)} file(s) {'to remove' if dry_run else 'removed'}")
+
+
+@registry_group.command("rebuild-index")
+@registry_option
+@format_option
+@library_errors
+def rebuild_index(registry_url: str | None, fmt: str) -> None:
+    """Rebuild a folder registry's missing or damaged index from its blobs.
+
+    Each bundle holds its SKILL.md, so name, version (metadata.version), description and digests
+    come back. Not recoverable: skill ids (new ones are made; lockfiles resolve by name and
+    version), publish times (blob file times stand in), yank state, and fetch/lock counts (each
+    version counts as fetched once, so remove refuses it). Blobs that cannot be indexed move to
+    lost+found/; the old index is kept beside the new one. A healthy index is left alone.
+    """
+    from skillctl.registry import rebuild_index as rebuild
+    from skillctl.registry.rebuild import NOT_RECOVERABLE
+
+    report = rebuild(registry_url, progress=progress)
+    if fmt == "json":
+        emit_json(report.to_dict())
+        return
+    for r in report.recovered:
+        click.echo(f"recovered   {r.name}@{r.version}  {r.digest}")
+    for u in report.unrecovered:
+        click.echo(f"unrecovered sha256:{u.blob}: {u.reason} (kept at {u.kept_at})")
+    skills = len({r.name for r in report.recovered})
+    click.echo(
+        f"rebuilt the index of {report.registry}: {len(report.recovered)} version(s) of {skills} skill(s) recovered, "
+        f"{len(report.unrecovered)} blob(s) not"
+    )
+    if report.old_index:
+        click.echo(f"the old index is kept as {report.old_index}")
+    click.echo("not recoverable from blobs: " + "; ".join(NOT_RECOVERABLE))

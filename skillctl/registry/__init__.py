@@ -13,10 +13,13 @@ from __future__ import annotations
 import inspect
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from skillctl.errors import RegistryError
+from skillctl.errors import RegistryError, UnsupportedError
 from skillctl.protocols import Registry
+
+if TYPE_CHECKING:
+    from skillctl.registry.rebuild import RebuildReport
 
 ENV_VAR = "SKILLCTL_REGISTRY"
 
@@ -47,6 +50,7 @@ def open_registry(
     url: str | None = None,
     *,
     create: bool = True,
+    allow_damaged: bool = False,
     insecure: bool | None = None,
     username: str | None = None,
     password: str | None = None,
@@ -54,10 +58,12 @@ def open_registry(
 ) -> Registry:
     """The registry at ``url`` (default: ``SKILLCTL_REGISTRY``, else the user data folder).
 
-    ``create=False`` requires a folder registry to exist already. ``insecure``, ``username`` and
+    ``create=False`` requires a folder registry to exist already; ``allow_damaged=True`` opens a
+    folder registry whose index is missing or damaged instead of refusing it (``verify`` reports
+    that; nothing else works until ``rebuild_index``). ``insecure``, ``username`` and
     ``password`` say how to reach a remote registry; a folder needs none of them, so there they
     have no use. Any other option belongs to the backend (``oci://``: ``attempts``,
-    ``backoff_s``); one it does not take is a ``RegistryError``.
+    ``backoff_s``, ``deadline_s``); one it does not take is a ``RegistryError``.
     """
     url = url or default_registry_url()
     if url.startswith("oci://"):
@@ -73,14 +79,34 @@ def open_registry(
         # A site is read anonymously: credentials given for it are refused, not ignored.
         access = {k: v for k, v in (("username", username), ("password", password)) if v is not None}
         return _checked(WellKnownRegistry.from_url, "a well-known site (https://)", url, {"insecure": insecure, **access, **options})
+    path = _folder_path(url)
+    from skillctl.registry.local import LocalRegistry
+
+    if options:
+        raise RegistryError(f"unknown option(s) for a folder registry: {', '.join(sorted(options))}; it takes none")
+    return LocalRegistry(path, create=create, allow_damaged=allow_damaged)
+
+
+def rebuild_index(url: str | None = None, *, progress: Callable[[str], None] | None = None) -> "RebuildReport":
+    """Rebuild the missing or damaged index of the folder registry at ``url`` from its blobs (see
+    ``skillctl.registry.rebuild``). Only a folder registry has such an index: elsewhere (an OCI
+    registry's tags and manifests, a site's index) this is an ``UnsupportedError``."""
+    url = url or default_registry_url()
+    if url.startswith(("oci://", "https://", "http://")):
+        raise UnsupportedError(
+            f"only a folder registry has an index for skillctl to rebuild; {url} keeps its own record (an OCI registry's "
+            "tags and manifests, a site's index) — check it with skillctl registry verify"
+        )
+    from skillctl.registry.local import LocalRegistry
+
+    with LocalRegistry(_folder_path(url), create=False, allow_damaged=True) as reg:
+        return reg.rebuild_index(progress=progress)
+
+
+def _folder_path(url: str) -> Path:
     if "://" in url and not url.startswith("file://"):
         scheme = url.split("://", 1)[0]
         raise RegistryError(
             f"unknown registry scheme '{scheme}://'; use a folder path, file://PATH, oci://HOST/NAMESPACE or https://HOST"
         )
-    from skillctl.registry.local import LocalRegistry
-
-    if options:
-        raise RegistryError(f"unknown option(s) for a folder registry: {', '.join(sorted(options))}; it takes none")
-    path = url[len("file://"):] if url.startswith("file://") else url
-    return LocalRegistry(Path(path).expanduser(), create=create)
+    return Path(url[len("file://"):] if url.startswith("file://") else url).expanduser()

@@ -63,3 +63,25 @@ def flip_byte(path: Path, offset: int = 100) -> None:
 
 def open_registry(path: Path) -> LocalRegistry:
     return LocalRegistry(path)
+
+
+def run_cli(
+    args: list[str], *, env: Mapping[str, str] | None = None, cwd: Path | None = None, prefix: tuple[str, ...] = (),
+    timeout: float = 120, memory_bytes: int | None = None,
+) -> "subprocess.CompletedProcess[str]":
+    """The real console entry point in a child process: a hang is a TimeoutExpired, and with
+    ``memory_bytes`` a runaway read is a MemoryError in the child instead of the machine's
+    memory. ``prefix`` runs it through another program (``setpriv …``, ``unshare …``)."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit() -> None:
+        if memory_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+
+    code = "import sys; from skillctl.cli import main; main(sys.argv[1:])"
+    return subprocess.run(
+        [*prefix, sys.executable, "-c", code, *args], env={**os.environ, **(env or {})}, cwd=cwd,
+        capture_output=True, text=True, timeout=timeout, preexec_fn=limit,
+    )

@@ -18,7 +18,7 @@ from pathlib import Path
 from skillctl.bundle import read_bundle
 from skillctl.registry.local import LocalRegistry
 
-from .workers import publish_forever, publish_many
+from .workers import open_new, publish_forever, publish_many
 
 WORKERS = 4
 
@@ -133,3 +133,28 @@ def test_publishers_killed_at_random_points_leave_a_consistent_registry(tmp_path
         assert reg.verify() == []
     finally:
         reg.close()
+
+
+CREATORS = 16
+ROUNDS = 20
+
+
+def test_sixteen_processes_creating_one_new_registry_all_succeed(tmp_path: Path) -> None:
+    # fork: no interpreter start-up, so the sixteen opens really overlap once the barrier opens
+    ctx = multiprocessing.get_context("fork")
+    failures = []
+    for round_ in range(ROUNDS):
+        reg_path = tmp_path / f"registry-{round_}"
+        barrier = ctx.Barrier(CREATORS)
+        results = ctx.Queue()
+        procs = [ctx.Process(target=open_new, args=(str(reg_path), w, barrier, results)) for w in range(CREATORS)]
+        for p in procs:
+            p.start()
+        outcomes = _collect(results, procs, CREATORS)
+        for p in procs:
+            p.join(timeout=60)
+            assert p.exitcode == 0
+        failures += [f"round {round_}, worker {w}: {outcome}" for w, outcome in outcomes if outcome != "ok"]
+        with LocalRegistry(reg_path) as reg:
+            assert reg.verify() == []
+    assert failures == [], f"{len(failures)} of {CREATORS * ROUNDS} opens failed: {failures[:3]}"

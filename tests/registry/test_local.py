@@ -17,7 +17,7 @@ from hypothesis import strategies as hs
 from skillctl.bundle import extract_bundle, read_bundle
 from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError, VersionError
 from skillctl.registry import open_registry
-from skillctl.registry.local import LocalRegistry
+from skillctl.registry.local import LocalRegistry, new_index
 from skillctl.registry.prepare import prepare_folder, prepare_path
 from skillctl.versioning import resolve
 
@@ -522,6 +522,23 @@ def test_a_half_created_registry_is_completed(tmp_path: Path) -> None:
     reg.publish(prepared(tmp_path, "demo", "1.0.0"))
     assert reg.verify() == []
     reg.close()
+
+
+@pytest.mark.parametrize("index", ["empty", "with-tables"])
+def test_a_registry_left_between_its_index_and_its_marker_is_completed(tmp_path: Path, index: str) -> None:
+    # What another process creating the same folder leaves for an instant (the index is made
+    # first and the marker renamed in last), or a crash between the two.
+    reg_path = tmp_path / "reg"
+    (reg_path / "blobs" / "sha256").mkdir(parents=True)
+    (reg_path / "tmp").mkdir()
+    if index == "empty":
+        (reg_path / "index.sqlite").write_bytes(b"")
+    else:
+        new_index(reg_path / "index.sqlite").close()
+    with LocalRegistry(reg_path) as reg:
+        reg.publish(prepared(tmp_path, "demo", "1.0.0"))
+        assert reg.verify() == []
+    assert json.loads((reg_path / "registry.json").read_text())["format"] == "skillctl-registry"
 
 
 # ------------------------------------------------- the SQL path agrees with the pure rules

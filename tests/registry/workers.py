@@ -54,3 +54,18 @@ def publish_forever(reg_path: str, ready: Any, log_path: str) -> None:
             with open(log_path, "a") as log:
                 log.write(version + "\n")
             n += 1
+
+
+def open_new(reg_path: str, worker: int, barrier: Any, results: Any) -> None:
+    """Open (so create) the registry at ``reg_path`` the moment every other worker does; report
+    ``(worker, "ok")`` or ``(worker, the error)``."""
+    barrier.wait()
+    try:
+        reg = LocalRegistry(Path(reg_path))
+        try:
+            reg.list_skills()
+        finally:
+            reg.close()
+        results.put((worker, "ok"))
+    except Exception as exc:  # noqa: BLE001 - any failure is the result under test
+        results.put((worker, f"{type(exc).__name__}: {exc}"))
