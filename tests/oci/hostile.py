@@ -5,7 +5,8 @@ these speak just enough of the API by hand: ``answer(handler)`` gets every reque
 ``BaseHTTPRequestHandler``: ``command``, ``path``, ``headers``) and writes whatever it likes to
 ``handler.wfile`` — a clean reply (``send``), a reply trickled byte by byte (``trickle``), or
 nothing at all. Every request is recorded in ``seen``. ``tls=`` serves HTTPS with a certificate
-from ``make_cert``. Whatever a handler is doing when the test ends, it stops: sleeps wait on
+from ``make_cert``; ``read_bodies=False`` leaves request bodies for ``answer`` to read (slowly,
+or never). Whatever a handler is doing when the test ends, it stops: sleeps wait on
 ``stop``, and writes to a client that went away end the handler.
 """
 
@@ -29,7 +30,9 @@ class Seen:
 
 
 class Hostile:
-    def __init__(self, answer: Callable[[Any], None], *, bind: str = "127.0.0.1", tls: tuple[Path, Path] | None = None) -> None:
+    def __init__(
+        self, answer: Callable[[Any], None], *, bind: str = "127.0.0.1", tls: tuple[Path, Path] | None = None, read_bodies: bool = True
+    ) -> None:
         self.answer = answer
         self.seen: list[Seen] = []
         self.stop = threading.Event()
@@ -43,7 +46,7 @@ class Hostile:
 
             def _any(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                if length:
+                if length and read_bodies:
                     self.rfile.read(length)
                 hostile.seen.append(Seen(self.command, self.path, dict(self.headers.items())))
                 try:

@@ -6,6 +6,7 @@ or over plain HTTP."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -163,6 +164,55 @@ def test_the_deadline_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("SKILLCTL_REGISTRY_TIMEOUT", "soon")
     result = CliRunner().invoke(cli, ["versions", "demo", "--registry", "oci://127.0.0.1:9/ns", "--insecure"])
     assert result.exit_code == 1 and "SKILLCTL_REGISTRY_TIMEOUT='soon' is not a positive number of seconds" in result.output
+
+
+MiB = 1024 * 1024
+
+
+def uploads(put_answer):
+    """A registry that starts blob uploads and lets ``put_answer`` take the PUT of the bytes."""
+
+    def answer(h) -> None:
+        if h.command == "POST":
+            return send(h, 202, b"", {"Location": "/v2/ns/demo/blobs/uploads/u1?_state=x"})
+        if h.command == "PUT":
+            return put_answer(h)
+        not_found(h)
+
+    return answer
+
+
+def test_a_slow_but_steady_upload_is_not_cut_short() -> None:
+    # 40 MiB read 1 MiB at a time: more than loopback buffers hold, so sending lasts for seconds —
+    # longer than the connect timeout urllib3 would otherwise apply to the whole send
+    data = bytes(40 * MiB)
+
+    def slow_reader(h) -> None:
+        left = int(h.headers["Content-Length"])
+        while left > 0:
+            if server.stop.wait(0.3):
+                return
+            left -= len(h.rfile.read(min(left, MiB)))
+        send(h, 201, b"")
+
+    with Hostile(uploads(slow_reader), read_bodies=False) as server:
+        client = open_reg(server, deadline_s=300).client
+        assert client.push_blob("ns/demo", data, "sha256:" + hashlib.sha256(data).hexdigest(), check_exists=False)
+
+
+def test_an_upload_nobody_reads_hits_the_deadline() -> None:
+    data = bytes(40 * MiB)
+
+    def deaf(h) -> None:
+        server.stop.wait(30)
+        h.close_connection = True
+
+    with Hostile(uploads(deaf), read_bodies=False) as server:
+        client = open_reg(server, deadline_s=DEADLINE_S).client
+        with pytest.raises(RegistryError) as exc:
+            client.push_blob("ns/demo", data, "sha256:" + hashlib.sha256(data).hexdigest(), check_exists=False)
+    text = one_line(exc)
+    assert f"registry {server.host} timed out on uploading blob sha256:" in text and "(sending the request)" in text
 
 
 # ------------------------------------------------------------------ redirects and links

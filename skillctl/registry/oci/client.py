@@ -14,9 +14,9 @@ installed with the ``docker`` SDK — that does exactly that subset, strictly:
   listings are bounded as a whole too (entries, bytes and pages: ``TAG_LIMITS``,
   ``CATALOG_LIMITS``), so a registry paginating for ever costs a bounded amount of memory;
 - every exchange has a total deadline (``deadline_s``, default 300 s, ``SKILLCTL_REGISTRY_TIMEOUT``)
-  covering connecting, the headers and the body, retries, redirects and the auth challenge
-  included — enforced on every receive (``transport``), so a server trickling bytes cannot hold
-  a command; the error names the registry, the request and what it was waiting for;
+  covering connecting, sending, the headers and the body, retries, redirects and the auth
+  challenge included — enforced on every send and receive (``transport``), so a server trickling
+  bytes cannot hold a command; the error names the registry, the request and what it was doing;
 - connection refused / connect timeouts are retried for any request (nothing was sent), and
   read failures and 429/502/503/504 only for idempotent ones (GET, HEAD, PUT of a manifest), a
   few times with a short exponential backoff inside that deadline; then one line;
@@ -173,9 +173,10 @@ class DistributionClient:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise self._timed_out(what, "waiting to retry")
+            exchange = None
             try:
                 self.requests += 1
-                with deadline_for(deadline):
+                with deadline_for(deadline) as exchange:
                     resp = self.session.request(
                         method, url, headers=headers, data=data, stream=True, allow_redirects=False,
                         timeout=(min(self.connect_timeout_s, left), min(self.idle_timeout_s, left)),
@@ -188,8 +189,8 @@ class DistributionClient:
                 ) from None
             except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
                 if _past(deadline):
-                    connecting = isinstance(exc, requests.exceptions.ConnectTimeout) or _is_unsent(exc)
-                    raise self._timed_out(what, "while connecting" if connecting else "waiting for the status line and headers") from None
+                    connecting = isinstance(exc, requests.exceptions.ConnectTimeout) or _is_unsent(exc) or exchange is None
+                    raise self._timed_out(what, "connecting" if connecting else exchange.phase) from None
                 if attempt < self.attempts and (idempotent or _is_unsent(exc)) and _pause(delay, deadline):
                     delay *= 2
                     continue
