@@ -84,5 +84,6 @@ def _isolated_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
-    for var in ("DOCKER_CONFIG", "SKILLCTL_REGISTRY", "SKILLCTL_INSECURE", "SKILLCTL_REGISTRY_USERNAME", "SKILLCTL_REGISTRY_PASSWORD"):
+    for var in ("DOCKER_CONFIG", "SKILLCTL_REGISTRY", "SKILLCTL_INSECURE", "SKILLCTL_REGISTRY_USERNAME", "SKILLCTL_REGISTRY_PASSWORD",
+                "SKILLCTL_REGISTRY_TIMEOUT"):
         monkeypatch.delenv(var, raising=False)
