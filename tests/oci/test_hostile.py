@@ -18,7 +18,7 @@ from skillctl.cli import cli
 from skillctl.errors import RegistryError
 from skillctl.registry.oci import OciRegistry
 from skillctl.registry.oci.backend import MAX_MISSING
-from skillctl.registry.oci.client import MAX_REDIRECTS, TAG_LIMITS
+from skillctl.registry.oci.client import CATALOG_LIMITS, MAX_REDIRECTS, TAG_LIMITS
 
 from .conftest import PASSWORD, USER
 from .hostile import Hostile, make_cert, not_found, send, send_json, trickle
@@ -93,6 +93,25 @@ def test_tag_pages_that_never_end_are_refused_at_the_page_cap() -> None:
             open_reg(server).versions("demo")
     assert f"kept paginating the tags of ns/demo past {TAG_LIMITS.pages} pages; refusing" in one_line(exc)
     assert len(server.requests_to(TAGS)) == TAG_LIMITS.pages
+
+
+def test_a_catalog_flood_is_refused_too() -> None:
+    # list and verify page through the catalog the same way; its bounds are wider (every team's
+    # repositories are in it), and still bounds
+    catalog = "/v2/_catalog"
+
+    def answer(h) -> None:
+        if not h.path.startswith(catalog):
+            return not_found(h)
+        n = int(re.search(r"[?&]p=(\d+)", h.path).group(1)) if "p=" in h.path else 1
+        names = [f"other{n}/r{i}" for i in range(5000)]
+        send_json(h, 200, {"repositories": names}, {"Link": f'<{catalog}?n=1000&p={n + 1}>; rel="next"'} if n < 30 else {})
+
+    with Hostile(answer) as server:
+        with pytest.raises(RegistryError) as exc:
+            open_reg(server).list_skills()
+    assert f"lists more than {CATALOG_LIMITS.entries} entries in its catalog" in one_line(exc)
+    assert len(server.requests_to(catalog)) == CATALOG_LIMITS.entries // 5000 + 1
 
 
 def test_the_cli_reports_a_tag_flood_in_one_line() -> None:
