@@ -54,7 +54,7 @@ def test_open_registry_routes_oci_urls(oci_url: str) -> None:
     assert isinstance(reg, OciRegistry) and reg.url == oci_url
     # Options are never swallowed: one the backend does not take is an error listing the valid ones.
     with pytest.raises(RegistryError, match=r"unknown option\(s\) for an oci:// registry: colour; "
-                                            r"valid: attempts, backoff_s, insecure, password, username"):
+                                            r"valid: attempts, backoff_s, deadline_s, insecure, password, username"):
         open_registry(oci_url, colour="blue")
     with pytest.raises(TypeError):
         OciRegistry.from_url(oci_url, create=False)  # type: ignore[call-arg]
