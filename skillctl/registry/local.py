@@ -6,6 +6,8 @@
       blobs/sha256/<hex>     bundle bytes, named by their sha256
       tmp/                   blobs being written (same file system, so rename is atomic)
 
+Signature envelopes live in the index too, beside their version (``local_signatures``).
+
 Crash safety: a blob is written to tmp/, fsynced and renamed into blobs/ *before* the index row
 that names it is committed, so a publish killed at any point leaves either nothing visible or a
 complete version; the worst leftover is an unreferenced blob, which ``gc`` removes and ``verify``
@@ -33,6 +35,7 @@ from skillctl.bundle import sha256_digest
 from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError
 from skillctl.fsutil import fsync_dir
 from skillctl.protocols import WRITE_CAPABILITIES, ResolvedSkill
+from skillctl.registry.local_signatures import SIGNATURES_SCHEMA, SignatureTable
 from skillctl.registry.prepare import PreparedBundle
 from skillctl.registry.records import MirroredFrom, Problem, PublishResult, SkillRecord, VersionRecord, check_origin
 from skillctl.registry.refs import SkillRef, parse_ref, require_exact
@@ -41,7 +44,8 @@ from skillctl.versioning import RELEASE_RANK, SemVer
 FORMAT = "skillctl-registry"
 FORMAT_VERSION = 1
 # 2: versions.mirrored_from (a mirrored well-known artifact's URL and digest, JSON, or '')
-SCHEMA_VERSION = 2
+# 3: the signatures table (local_signatures)
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_S = 30.0
 # gc leaves young unreferenced blobs alone: they may belong to a publish in flight.
 GC_GRACE_S = 3600
@@ -125,7 +129,7 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
             delay = min(delay * 2, 0.5)
 
 
-class LocalRegistry:
+class LocalRegistry(SignatureTable):
     """A registry folder on this machine (the embedded default); a ``skillctl.protocols.Registry``
     with every capability."""
 
@@ -189,7 +193,7 @@ class LocalRegistry:
             conn.execute("PRAGMA foreign_keys = ON")
             with self._tx(conn):
                 if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-                    for stmt in filter(str.strip, _SCHEMA.split(";")):
+                    for stmt in filter(str.strip, (_SCHEMA + SIGNATURES_SCHEMA).split(";")):
                         conn.execute(stmt)
                     # A registry made by an older skillctl: add what its tables lack. Older
                     # versions still read it (they name their columns).
@@ -489,6 +493,7 @@ class LocalRegistry:
                 )
             elif len(data) != rec.size:
                 problems.append(Problem("error", "size", f"{rec.name}@{rec.version}: size {len(data)} != indexed {rec.size}"))
+        problems += self._verify_signatures()
         for path in sorted((self.root / "blobs" / "sha256").iterdir()):
             if f"sha256:{path.name}" not in referenced:
                 problems.append(Problem("warning", "orphan", f"blob sha256:{path.name} is not referenced (run: skillctl registry gc)"))
