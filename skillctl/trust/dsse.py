@@ -27,12 +27,11 @@ from typing import Any, Sequence
 from cryptography.exceptions import InvalidSignature
 
 from skillctl.errors import TrustError
+from skillctl.registry.signatures import MAX_ENVELOPE_BYTES
 from skillctl.trust.keys import PublicKey, SigningKey
 
 IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 ED25519_SIGNATURE_BYTES = 64
-# An attestation of ours is ~2 KiB; the cap keeps a hostile store from making us parse megabytes.
-MAX_ENVELOPE_BYTES = 64 * 1024
 MAX_SIGNATURES = 16
 
 
