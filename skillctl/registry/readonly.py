@@ -47,4 +47,7 @@ class ReadOnlyRegistry:
         raise self._refuse("attaching a signature")
 
     def signatures(self, skill: ResolvedSkill) -> list[bytes]:
+        from skillctl.registry.signatures import check_same_bundle
+
+        check_same_bundle(self.resolve_record(f"{skill.name}@{skill.version}"), skill, self.url)  # type: ignore[attr-defined]
         return []

@@ -134,12 +134,19 @@ def _read_key_file(path: Path, what: str) -> bytes:
         raise TrustError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
 
 
-def _kind(obj: object) -> str:
-    name = type(obj).__name__.replace("_", "")
-    for label in ("RSA", "EllipticCurve", "DSA", "Ed448", "X25519", "X448", "DH"):
-        if label.lower() in name.lower():
-            return {"EllipticCurve": "ECDSA"}.get(label, label)
-    return name
+def _kind(key: object) -> str:
+    """A person's name for a key type that is not Ed25519."""
+    from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, rsa, x448, x25519
+
+    kinds = {
+        "RSA": (rsa.RSAPrivateKey, rsa.RSAPublicKey),
+        "ECDSA": (ec.EllipticCurvePrivateKey, ec.EllipticCurvePublicKey),
+        "DSA": (dsa.DSAPrivateKey, dsa.DSAPublicKey),
+        "Ed448": (ed448.Ed448PrivateKey, ed448.Ed448PublicKey),
+        "X25519": (x25519.X25519PrivateKey, x25519.X25519PublicKey),
+        "X448": (x448.X448PrivateKey, x448.X448PublicKey),
+    }
+    return next((name for name, types in kinds.items() if isinstance(key, types)), type(key).__name__)
 
 
 def load_signing_key(path: str | Path) -> SigningKey:
