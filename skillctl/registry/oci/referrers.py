@@ -39,7 +39,7 @@ from urllib.parse import quote, urljoin
 
 from skillctl.bundle import sha256_digest
 from skillctl.errors import RegistryError
-from skillctl.registry.oci.artifact import MANIFEST_MEDIA_TYPE, MAX_MANIFEST_BYTES, Descriptor, canonical_json
+from skillctl.registry.oci.artifact import ACCEPT_MANIFESTS, MANIFEST_MEDIA_TYPE, MAX_MANIFEST_BYTES, Descriptor, canonical_json
 from skillctl.registry.oci.client import MAX_LIST_BYTES, DistributionClient, read_capped
 from skillctl.registry.signatures import MAX_ENVELOPE_BYTES, MAX_SIGNATURES_PER_VERSION, too_many
 
@@ -123,7 +123,9 @@ class SignatureStore:
     def _tag_index(self, repo: str, subject: str) -> tuple[list[dict[str, Any]], bool]:
         """(entries, exists) of the referrers-tag index of ``subject``."""
         tag = referrers_tag(subject)
-        got = self.client.get_manifest(repo, tag, accept=INDEX_MEDIA_TYPE, max_bytes=MAX_MANIFEST_BYTES)
+        # Accept every manifest kind: a registry may answer 404 for a kind not accepted, and
+        # whatever is under the tag must be seen before an index is pushed over it.
+        got = self.client.get_manifest(repo, tag, accept=ACCEPT_MANIFESTS, max_bytes=MAX_MANIFEST_BYTES)
         if got is None:
             return [], False
         where = f"{self.client.host}/{repo}:{tag}"
