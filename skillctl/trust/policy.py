@@ -36,6 +36,13 @@ class TrustPolicy:
         return bool(self.keys) or self.require_signatures or self.fail_on is not None
 
 
+# Plainer words than jsonschema's for the two rules people meet most.
+_MESSAGES = {
+    ("minItems", "1"): "list at least one public key file, e.g. [keys/team.pub]",
+    ("required", "['keys']"): "require_signatures: true needs keys: [FILE.pub, …] to check signatures with",
+}
+
+
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema.Draft202012Validator:
     schema = json.loads(resources.files("skillctl.trust").joinpath("policy.schema.json").read_text("utf-8"))
@@ -50,10 +57,7 @@ def parse_policy(doc: Any, where: str) -> TrustPolicy:
     """A ``trust:`` section as written, or ConfigError naming every problem in it."""
     errors = sorted(_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        details = "; ".join(
-            f"{_where(e)}: {'keys must list at least one key when require_signatures is true' if e.validator == 'minItems' or (e.validator == 'required' and 'keys' in e.message) else e.message}"
-            for e in errors
-        )
+        details = "; ".join(f"{_where(e)}: {_MESSAGES.get((e.validator, str(e.validator_value)), e.message)}" for e in errors)
         raise ConfigError(f"{where}: invalid trust policy: {details}")
     keys = tuple(doc.get("keys", ()))
     audit = doc.get("audit")
