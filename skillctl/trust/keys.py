@@ -87,8 +87,10 @@ def generate_key(name: str | Path) -> GeneratedKey:
     for path in (private_path, public_path):
         if path.exists() or path.is_symlink():
             raise TrustError(f"{path} already exists; refusing to overwrite a key — choose another NAME or move it away")
-    if not private_path.parent.is_dir():
-        raise TrustError(f"folder {private_path.parent} does not exist; create it first")
+    try:
+        private_path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise TrustError(f"cannot create folder {private_path.parent}: {exc.strerror or exc}") from None
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     pub = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)

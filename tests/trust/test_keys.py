@@ -65,9 +65,11 @@ def test_generate_never_overwrites_either_half(tmp_path: Path, existing: str) ->
     assert sorted(p.name for p in tmp_path.iterdir()) == [existing]
 
 
-def test_generate_refuses_a_missing_folder(tmp_path: Path) -> None:
-    with pytest.raises(TrustError, match="does not exist"):
-        generate_key(tmp_path / "nowhere" / "team")
+def test_generate_creates_the_folder_and_refuses_one_it_cannot_create(tmp_path: Path) -> None:
+    assert generate_key(tmp_path / "keys" / "team").public_path.is_file()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(TrustError, match="cannot create folder"):
+        generate_key(tmp_path / "file" / "team")
 
 
 def test_a_name_with_a_suffix_names_the_same_pair(tmp_path: Path) -> None:
