@@ -45,7 +45,9 @@ def test_the_referrers_tag_follows_the_distribution_spec() -> None:
 
 def test_without_a_referrers_api_the_signature_is_listed_under_the_fallback_tag(registry_server, ns, tmp_path: Path) -> None:
     with open_registry(registry_server.url(ns), insecure=True) as reg:
-        rec = reg.publish(bundle(tmp_path, "demo", "1.0.0")).record
+        # Bytes of its own: blobs are shared across a registry's repositories, and other tests
+        # damage theirs on purpose.
+        rec = reg.publish(bundle(tmp_path, "demo", "1.0.0", content=ns)).record
         assert reg.attach_signature(rec.resolved(), envelope(1)) == "attached"
         repo, subject = reg.location.repository("demo"), manifest_digest(reg, "demo", "1.0.0")
         assert sorted(reg.client.tags(repo)) == ["1.0.0", referrers_tag(subject)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+from hashlib import sha256
 import subprocess
 from pathlib import Path
 
@@ -19,6 +20,8 @@ import yaml
 from click.testing import CliRunner
 
 from skillctl.cli import cli
+
+from .conftest import open_url
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY = "skills:\n  tally: ^1.0\ntrust:\n  keys: [keys/team.pub]\n  require_signatures: true\n  audit: {fail_on: high}\n"
@@ -83,6 +86,9 @@ def test_only_what_the_team_signed_and_the_audit_passed_loads_and_one_byte_chang
                                                                                        request: pytest.FixtureRequest) -> None:
     root = tmp_path / "team"
     shutil.copytree(REPO / "skills" / "tally", root / "skills" / "tally")
+    # A bundle no other test publishes: a registry shares blobs across repositories, and this
+    # test damages its blob in the registry's storage (and repairs it).
+    (root / "skills" / "tally" / "references" / "team.md").write_text(f"Kept by {tmp_path.name}.\n", "utf-8")
     _git(tmp_path, "init", "-q", str(root))
     _git(root, "add", ".")
     _git(root, "commit", "-qm", "skills")
@@ -104,17 +110,22 @@ def test_only_what_the_team_signed_and_the_audit_passed_loads_and_one_byte_chang
         digest = yaml.safe_load((root / "skills.lock").read_text())["skills"]["tally"]["digest"].split(":")[1]
         bundle = Path(registry_url) / "blobs" / "sha256" / digest
     original = flip(bundle, 1000)
-    team.refused("corrupt", "whose bytes hash to")
-    bundle.write_bytes(original)
+    try:
+        team.refused("corrupt", "whose bytes hash to")
+    finally:
+        bundle.write_bytes(original)
     team.accepted()
 
     # One byte of the signature.
     if registry_url.startswith("oci://"):
-        envelopes = [p for p in blobs.rglob("data") if p.stat().st_size < 8192 and p.read_bytes().startswith(b'{"payload"')]
-        assert len(envelopes) == 1
-        original = flip(envelopes[0], 300)
-        team.refused("whose bytes hash to")
-        envelopes[0].write_bytes(original)
+        with open_url(registry_url) as reg:
+            (stored,) = reg.signatures(reg.resolve("tally@1.0.0"))
+        envelope = blobs / sha256(stored).hexdigest()[:2] / sha256(stored).hexdigest() / "data"
+        original = flip(envelope, 300)
+        try:
+            team.refused("whose bytes hash to")
+        finally:
+            envelope.write_bytes(original)
     else:
         with sqlite3.connect(Path(registry_url) / "index.sqlite") as db:
             (envelope,) = db.execute("SELECT envelope FROM signatures").fetchone()
