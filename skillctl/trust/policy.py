@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 
 from skillctl.errors import ConfigError
-from skillctl.trust.keys import PublicKey, load_public_key
+
+if TYPE_CHECKING:
+    from skillctl.trust.keys import PublicKey
 
 
 @dataclass(frozen=True)
@@ -30,10 +32,6 @@ class TrustPolicy:
     keys: tuple[str, ...]  # as written: paths relative to the folder of skills.yaml
     require_signatures: bool
     fail_on: str | None  # a severity name, or None for no audit
-
-    @property
-    def checks_anything(self) -> bool:
-        return bool(self.keys) or self.require_signatures or self.fail_on is not None
 
 
 # Plainer words than jsonschema's for the two rules people meet most.
@@ -64,6 +62,8 @@ def parse_policy(doc: Any, where: str) -> TrustPolicy:
     return TrustPolicy(keys, bool(doc.get("require_signatures", bool(keys))), audit["fail_on"] if audit else None)
 
 
-def load_keys(policy: TrustPolicy, base: Path) -> list[PublicKey]:
+def load_keys(policy: TrustPolicy, base: Path) -> list["PublicKey"]:
     """The policy's keys, read from files relative to ``base``; TrustError names a bad one."""
+    from skillctl.trust.keys import load_public_key  # cryptography only for projects that sign
+
     return [load_public_key(base / rel) if not Path(rel).is_absolute() else load_public_key(rel) for rel in policy.keys]

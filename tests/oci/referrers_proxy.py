@@ -9,12 +9,13 @@ the manifests it saw pushed — so the client's referrers-API path runs against 
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
+
+from .proxy import forward
 
 _MANIFEST_PUT = re.compile(r"^/v2/(?P<repo>.+)/manifests/(?P<ref>[^/]+)$")
 _REFERRERS = re.compile(r"^/v2/(?P<repo>.+)/referrers/(?P<digest>sha256:[0-9a-f]{64})$")
@@ -58,21 +59,13 @@ class ReferrersProxy:
                     if wanted:
                         headers["OCI-Filters-Applied"] = "artifactType"
                     return self._reply(200, index.encode(), headers)
-                conn = http.client.HTTPConnection("127.0.0.1", proxy.upstream_port, timeout=30)
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("content-length", "connection")}
-                if body is not None:
-                    headers["Content-Length"] = str(len(body))
-                conn.request(self.command, self.path, body=body, headers=headers)
-                resp = conn.getresponse()
-                data = resp.read()
-                out = {k: v for k, v in resp.getheaders() if k.lower() not in ("content-length", "connection", "transfer-encoding")}
-                conn.close()
+                status, data, out = forward(proxy.upstream_port, self.command, self.path, self.headers.items(), body)
                 put = _MANIFEST_PUT.match(url.path)
-                if put and self.command == "PUT" and resp.status in (200, 201) and body:
-                    subject = proxy._record(put["repo"], body, headers.get("Content-Type", ""))
+                if put and self.command == "PUT" and status in (200, 201) and body:
+                    subject = proxy._record(put["repo"], body, self.headers.get("Content-Type", ""))
                     if subject:
                         out["OCI-Subject"] = subject
-                self._reply(resp.status, data, out)
+                self._reply(status, data, out)
 
             do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
