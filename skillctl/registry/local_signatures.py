@@ -7,7 +7,7 @@ bytes (the same envelope is kept once; any number of different ones, up to a cap
 the bundle digest the version had when the envelope was attached. The rows belong to the version
 (``ON DELETE CASCADE``): ``remove`` takes them along, ``set_yanked`` leaves them alone.
 
-Registries made before signatures existed get the table when they are next opened (schema 2 adds
+Registries made before signatures existed get the table when they are next opened (schema 3 adds
 it with ``CREATE TABLE IF NOT EXISTS``; nothing else changes, and older skillctl versions, which
 only check for a lower schema, keep reading the folder).
 """
