@@ -17,7 +17,7 @@ from skillctl.registry.local import LocalRegistry
 from skillctl.registry.mirror import copy_version
 from skillctl.trust.provenance import git_source, public_url
 
-from registry.helpers import write_skill
+from registry.helpers import prepared, write_skill
 
 from .conftest import open_url
 from .helpers import make_key
@@ -149,3 +149,16 @@ def test_copying_a_signed_version_to_a_registry_that_cannot_keep_signatures_is_r
         with pytest.raises(UnsupportedError, match="is signed, but .* cannot keep signatures"):
             copy_version(source, target, source.resolve_record("demo@1.0.0"))
         assert target.list_skills() == []
+
+
+def test_signing_in_a_registry_that_cannot_keep_signatures_is_refused_before_any_work(tmp_path: Path) -> None:
+    from skillctl.trust.sign import sign_version
+
+    from registry.test_conformance import ReadOnlyView
+
+    key, _ = make_key(tmp_path / "keys")
+    with LocalRegistry(tmp_path / "registry") as inner:
+        rec = inner.publish(prepared(tmp_path / "src")).record
+        with pytest.raises(UnsupportedError, match="cannot keep signatures"):
+            sign_version(ReadOnlyView(inner), rec, key)
+        assert inner.signatures(rec.resolved()) == []
