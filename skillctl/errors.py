@@ -18,6 +18,7 @@
     ├── ModelError                the model endpoint failed in a way the loop cannot absorb
     │   └── ContextTooLong        the conversation no longer fits the model
     ├── MemoryInUseError          another run holds the long-term memory a run asked for
+    ├── TrustError                a key, signature or trust policy refuses what was asked
     └── ConfigError               a config / script / policy file is invalid
 
 Messages are one line, name what is wrong, and say what to do next. This module imports
@@ -108,6 +109,12 @@ class ContextTooLong(ModelError):
 
 class MemoryInUseError(SkillctlError):
     """One run at a time per memory: callers that start many may wait and try again."""
+
+
+class TrustError(SkillctlError):
+    """A signing key is unusable, a signature does not hold, or the project's trust policy
+    refuses a skill version (unsigned, unknown signer, other digest, audit finding). The message
+    names the version and the one reason."""
 
 
 class ConfigError(SkillctlError):

@@ -166,7 +166,8 @@ YANK = "yank"  # set_yanked
 REMOVE = "remove"  # remove a version nobody can depend on yet
 GC = "gc"  # delete unreferenced storage
 RECORD_LOCKS = "record_locks"  # mark_locked: remember that a lockfile pins a version
-WRITE_CAPABILITIES = frozenset({PUBLISH, YANK, REMOVE, GC, RECORD_LOCKS})
+SIGN = "sign"  # attach_signature: keep a signature envelope with a version
+WRITE_CAPABILITIES = frozenset({PUBLISH, YANK, REMOVE, GC, RECORD_LOCKS, SIGN})
 
 
 @runtime_checkable
@@ -207,6 +208,13 @@ class RegistryReader(Store, Protocol):
         """Re-read and re-hash what the registry holds; errors mean damage."""
         ...
 
+    def signatures(self, skill: ResolvedSkill) -> list[bytes]:
+        """The signature envelopes kept with this exact version (name, version and bundle digest;
+        ``IntegrityError`` when the registry's version has another digest), as stored, oldest
+        first, unverified: ``skillctl.trust`` decides what they prove. [] when there are none or
+        the registry keeps none."""
+        ...
+
     def close(self) -> None: ...
 
     def __enter__(self) -> Any: ...
@@ -228,6 +236,9 @@ class Registry(RegistryReader, Protocol):
     - ``gc`` (GC): delete unreferenced storage older than ``grace_s``.
     - ``mark_locked`` (RECORD_LOCKS): remember that a lockfile pins the version (``remove``
       then refuses it).
+    - ``attach_signature`` (SIGN): keep a signature envelope with a version, beside any others;
+      the same bytes again are "unchanged". Signatures stay through ``set_yanked``; ``remove``
+      deletes them with the version.
     """
 
     def publish(
@@ -241,6 +252,10 @@ class Registry(RegistryReader, Protocol):
     def gc(self, *, dry_run: bool = False, grace_s: int = 3600) -> list[str]: ...
 
     def mark_locked(self, skill: ResolvedSkill) -> None: ...
+
+    def attach_signature(self, skill: ResolvedSkill, envelope: bytes) -> str:
+        """"attached", or "unchanged" when these exact bytes are already kept with the version."""
+        ...
 
 
 # ---------------------------------------------------------------------------- model

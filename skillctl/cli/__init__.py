@@ -45,6 +45,9 @@ COMMANDS: dict[str, str] = {
     "memory": "memory:memory_group",
     "audit": "audit:audit_cmd",
     "site": "site:site_group",
+    "key": "trust:key_group",
+    "sign": "trust:sign_cmd",
+    "verify": "trust:verify_cmd",
 }
 
 
@@ -58,6 +61,7 @@ SUMMARIES: dict[str, str] = {
     "init": "Create a new skill folder NAME with SKILL.md, scripts/ and references/.",
     "inspect": "Check a .skill.tgz without unpacking it to disk, and show what it holds.",
     "install": "Install the locked skills into a folder, verifying every digest.",
+    "key": "Signing keys (Ed25519).",
     "lint": "Alias of `validate`.",
     "list": "List the skills in the registry with their default and latest versions.",
     "lock": "Resolve skills.yaml's ranges to exact versions and digests in skills.lock.",
@@ -69,9 +73,11 @@ SUMMARIES: dict[str, str] = {
     "remove": "Delete NAME@VERSION — only if it was never fetched or locked.",
     "run": "Run an agent on TASK with the given skills loaded into a sandbox.",
     "show": "Show a skill and the version REF resolves to (NAME, NAME@RANGE, skill_ID[@VERSION]).",
+    "sign": "Sign a published NAME@VERSION and attach the signature in the registry.",
     "site": "Publish skills where any web server or CDN can serve them (/.well-known/agent-skills/).",
     "unyank": "Make a yanked NAME@VERSION resolvable by ranges again.",
     "validate": "Check skills against the Agent Skills specification.",
+    "verify": "Check that REF's version carries a valid signature by one of the keys.",
     "version": "Print the version of the skill at PATH, or set it.",
     "versions": "List every version of a skill, newest first (yanked ones marked).",
     "yank": "Hide NAME@VERSION from ranges and `latest`; exact pins still fetch it.",

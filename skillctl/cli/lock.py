@@ -44,6 +44,14 @@ def _declares_anything(lock, reg) -> bool:
     return not declarations_of([s.as_resolved() for s in lock.skills], reg).empty
 
 
+def _resolve(req, req_path: Path, reg):
+    """The lock for ``req``; under a trust policy every version must pass it first."""
+    from skillctl.trust.enforce import gate_for_requirements
+
+    gate = gate_for_requirements(req, req_path.parent, where=str(req_path), progress=progress)
+    return resolve_lock(req, reg, progress=progress, gate=gate)
+
+
 _lock_opt = click.option("--lock", "lock_path", type=click.Path(dir_okay=False, path_type=Path), default=Path(LOCK_FILE), show_default=True, help="Lockfile.")
 
 
@@ -63,7 +71,7 @@ def lock_cmd(req_path: Path, lock_path: Path, index, allow_sdist, image, registr
     """
     req = load_requirements(req_path)
     reg = open_registry_for_cli(registry_url)
-    lock = _lock_with_environment(resolve_lock(req, reg, progress=progress), reg, lock_path, index, allow_sdist, image)
+    lock = _lock_with_environment(_resolve(req, req_path, reg), reg, lock_path, index, allow_sdist, image)
     write_atomic(lock_path, lock.to_json())
     if fmt == "json":
         emit_json({"lock": str(lock_path), "skills": [{"name": s.name, **s.to_dict()} for s in lock.skills],
@@ -89,6 +97,9 @@ def install_cmd(req_path: Path, lock_path: Path, out_dir: Path, frozen: bool, in
     exist and match skills.yaml (when present); nothing is re-resolved. A locked environment's
     files are downloaded (or re-hashed) too, each checked against its pinned sha256, so a later
     `run --lock` needs no network.
+
+    Under a trust policy (skills.yaml `trust:`), every version must still be signed by the key
+    the lock recorded and pass the audit threshold; one refused version installs nothing.
     """
     reg = open_registry_for_cli(registry_url)
     if frozen:
@@ -102,12 +113,16 @@ def install_cmd(req_path: Path, lock_path: Path, out_dir: Path, frozen: bool, in
         lock = read_lock(lock_path) if lock_path.exists() else None
         if lock is None or lock.is_stale(req):
             progress(f"{'creating' if lock is None else 'updating stale'} {lock_path}")
-            lock = _lock_with_environment(resolve_lock(req, reg, progress=progress), reg, lock_path, index, allow_sdist, image)
+            lock = _lock_with_environment(_resolve(req, req_path, reg), reg, lock_path, index, allow_sdist, image)
             write_atomic(lock_path, lock.to_json())
     from skillctl.env.prepare import locked_environment
+    from skillctl.trust.enforce import check_lock
 
+    # Before anything else is downloaded or written: the lock's trust policy, on every version.
+    base = req_path.parent if req_path.exists() else lock_path.parent
+    checked = check_lock(lock, reg, base, where=str(req_path if req_path.exists() else lock_path), progress=progress)
     locked_environment(lock, lock_path, progress=progress, fetch=True)
-    folders = install(lock, reg, out_dir, progress=progress)
+    folders = install(lock, reg, out_dir, progress=progress, fetched=checked)
     if fmt == "json":
         emit_json([{"name": s.name, "version": s.version, "digest": s.digest, "path": str(f)} for s, f in zip(sorted(lock.skills, key=lambda s: s.name), folders)])
     else:

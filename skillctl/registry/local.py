@@ -7,6 +7,8 @@
       tmp/                   blobs being written (same file system, so rename is atomic)
       lost+found/sha256/     blobs ``rebuild-index`` could not index (kept, never collected)
 
+Signature envelopes live in the index too, beside their version (``local_signatures``).
+
 Crash safety: a blob is written to tmp/, fsynced and renamed into blobs/ *before* the index row
 that names it is committed, so a publish killed at any point leaves either nothing visible or a
 complete version; the worst leftover is an unreferenced blob, which ``gc`` removes and ``verify``
@@ -49,6 +51,7 @@ from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError
 from skillctl.fsutil import fsync_dir
 from skillctl.protocols import WRITE_CAPABILITIES, ResolvedSkill
 from skillctl.registry.blobfile import NotRegularFile, read_regular
+from skillctl.registry.local_signatures import SIGNATURES_SCHEMA, SignatureTable
 from skillctl.registry.prepare import PreparedBundle
 from skillctl.registry.records import MirroredFrom, Problem, PublishResult, SkillRecord, VersionRecord, check_origin
 from skillctl.registry.refs import SkillRef, parse_ref, require_exact
@@ -60,7 +63,8 @@ if TYPE_CHECKING:
 FORMAT = "skillctl-registry"
 FORMAT_VERSION = 1
 # 2: versions.mirrored_from (a mirrored well-known artifact's URL and digest, JSON, or '')
-SCHEMA_VERSION = 2
+# 3: the signatures table (local_signatures)
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_S = 30.0
 # gc leaves young unreferenced blobs alone: they may belong to a publish in flight.
 GC_GRACE_S = 3600
@@ -199,7 +203,7 @@ def _index_errors(method: _F) -> _F:
     return run  # type: ignore[return-value]
 
 
-class LocalRegistry:
+class LocalRegistry(SignatureTable):
     """A registry folder on this machine (the embedded default); a ``skillctl.protocols.Registry``
     with every capability — none for a user who may not write the folder (reading still works).
 
@@ -299,7 +303,7 @@ class LocalRegistry:
     def _ensure_schema(conn: sqlite3.Connection) -> None:
         with LocalRegistry._tx(conn):
             if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-                for stmt in filter(str.strip, _SCHEMA.split(";")):
+                for stmt in filter(str.strip, (_SCHEMA + SIGNATURES_SCHEMA).split(";")):
                     conn.execute(stmt)
                 # A registry made by an older skillctl: add what its tables lack. Older
                 # versions still read it (they name their columns).
@@ -650,6 +654,17 @@ class LocalRegistry:
     def _exact(self, ref: str, verb: str) -> VersionRecord:
         return self.resolve_record(require_exact(ref, verb))
 
+    # The signature table's methods, with the same one-line SQLite errors and read-only refusal
+    # as every other method.
+    @_index_errors
+    def signatures(self, skill: ResolvedSkill) -> list[bytes]:
+        return SignatureTable.signatures(self, skill)
+
+    @_index_errors
+    def attach_signature(self, skill: ResolvedSkill, envelope: bytes) -> str:
+        self._require_writable(f"sign {skill.name}@{skill.version}")
+        return SignatureTable.attach_signature(self, skill, envelope)
+
     @_index_errors
     def set_yanked(self, ref: str, yanked: bool, reason: str = "") -> VersionRecord:
         rec = self._exact(ref, "yank" if yanked else "unyank")
@@ -711,6 +726,11 @@ class LocalRegistry:
                 continue
             if len(data) != rec.size:
                 problems.append(Problem("error", "size", f"{rec.name}@{rec.version}: size {len(data)} != indexed {rec.size}"))
+        if referenced is not None:  # with a damaged index the signatures are unreadable too
+            try:
+                problems += self._verify_signatures()
+            except sqlite3.DatabaseError as exc:
+                problems.append(Problem("error", "index", str(self._index_error(exc))))
         for path in sorted((self.root / "blobs" / "sha256").iterdir()):
             if not _is_plain_file(path):
                 problems.append(Problem("error", "unsafe", f"blobs/sha256/{path.name} is not a regular file; remove it"))

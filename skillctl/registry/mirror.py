@@ -9,11 +9,14 @@ registry installs from the other. Copying is idempotent: versions the target alr
 the same bytes are "unchanged"; a target version with *other* bytes is reported and left alone
 (never overwritten). A yanked source version is yanked in the target too (a target's own yanks
 are kept). Targets keep the source's publish time and, for a skill new to them, its id (unless
-another of their skills already has that id: ids are per registry).
+another of their skills already has that id: ids are per registry). Signatures travel with their
+version, byte for byte (the statements sign the bundle digest, which the copy keeps); a target
+already holding some of them keeps one copy of each.
 
 A well-known site serves its own artifact format (files at the archive root, or a lone
 SKILL.md), not bundles: each version becomes the bundle ``pack`` would make of the same files,
-and the record keeps the original artifact's URL and digest (``mirrored_from``).
+and the record keeps the original artifact's URL and digest (``mirrored_from``). A converted
+version has another digest, so no signature of the original could hold for it: none is carried.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from skillctl.bundle import BUNDLE, sha256_digest
-from skillctl.errors import IntegrityError, SkillctlError
-from skillctl.protocols import Registry, RegistryReader
+from skillctl.errors import IntegrityError, SkillctlError, UnsupportedError
+from skillctl.protocols import SIGN, Registry, RegistryReader
 from skillctl.registry.prepare import prepare_artifact_bytes
 from skillctl.registry.records import MirroredFrom, VersionRecord
 from skillctl.registry.refs import parse_ref
@@ -38,9 +41,11 @@ class CopyResult:
     yanked: bool = False
     error: str = ""
     origin_digest: str = ""  # the original artifact's, when it was converted
+    signatures: int = 0  # signatures newly attached in the target
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "version": self.version, "digest": self.digest, "status": self.status, "yanked": self.yanked}
+        out: dict[str, Any] = {"name": self.name, "version": self.version, "digest": self.digest, "status": self.status,
+                               "yanked": self.yanked, "signatures": self.signatures}
         if self.origin_digest:
             out["origin_digest"] = self.origin_digest
         if self.error:
@@ -65,6 +70,10 @@ def mirrored_from(rec: VersionRecord) -> MirroredFrom | None:
 
 
 def copy_version(source: RegistryReader, target: Registry, rec: VersionRecord) -> CopyResult:
+    converted = rec.artifact_type != BUNDLE
+    envelopes = [] if converted else source.signatures(rec.resolved())
+    if envelopes and SIGN not in target.capabilities:  # refused before anything is copied
+        raise UnsupportedError(f"{rec.name}@{rec.version} is signed, but {target.url} cannot keep signatures; copy it to another registry")
     data = source.fetch(rec.resolved())
     actual = sha256_digest(data)
     if actual != rec.digest:  # the source verified them, so this only trips on a broken source
@@ -76,11 +85,14 @@ def copy_version(source: RegistryReader, target: Registry, rec: VersionRecord) -
     res = target.publish(prepared, created_at=rec.created_at or None, skill_id=rec.skill_id)
     if res.record.digest != prepared.digest:
         raise IntegrityError(f"{rec.name}@{rec.version}: {target.url} stored {res.record.digest[:19]}…, not {prepared.digest[:19]}…")
+    carried = 0
+    for envelope in envelopes:
+        carried += target.attach_signature(res.record.resolved(), envelope) == "attached"
     yanked = res.record.yanked
     if rec.yanked and not yanked:
         yanked = target.set_yanked(f"{rec.name}@{res.record.version}", True, rec.yank_reason).yanked
-    converted = rec.artifact_type != BUNDLE
-    return CopyResult(rec.name, res.record.version, prepared.digest, res.status, yanked, origin_digest=rec.digest if converted else "")
+    return CopyResult(rec.name, res.record.version, prepared.digest, res.status, yanked,
+                      origin_digest=rec.digest if converted else "", signatures=carried)
 
 
 def copy_skills(

@@ -4,6 +4,8 @@ read (a web index of skills, a mirror someone else fills).
 A read-only backend implements the ``RegistryReader`` methods and inherits these, so every write
 raises ``UnsupportedError`` naming the registry, the operation and what to do instead; its
 ``capabilities`` are empty, which is how callers and the conformance suite know to skip writes.
+Signatures are read like everything else: a backend that has some overrides ``signatures``;
+the default answers that this registry keeps none.
 """
 
 from __future__ import annotations
@@ -40,3 +42,12 @@ class ReadOnlyRegistry:
 
     def mark_locked(self, skill: ResolvedSkill) -> None:
         raise self._refuse("recording a lock")
+
+    def attach_signature(self, skill: ResolvedSkill, envelope: bytes) -> str:
+        raise self._refuse("attaching a signature")
+
+    def signatures(self, skill: ResolvedSkill) -> list[bytes]:
+        from skillctl.registry.signatures import check_same_bundle
+
+        check_same_bundle(self.resolve_record(f"{skill.name}@{skill.version}"), skill, self.url)  # type: ignore[attr-defined]
+        return []

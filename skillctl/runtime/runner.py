@@ -156,8 +156,28 @@ class Runner:
         if self.spec.lock is not None:
             from skillctl.registry.lockfile import read_lock, resolve_locked
 
-            refs += [resolve_locked(registry, s) for s in read_lock(self.spec.lock).skills]
+            lock = read_lock(self.spec.lock)
+            self.check_trust(lock, registry)
+            refs += [resolve_locked(registry, s) for s in lock.skills]
         return resolve_all(registry, refs)
+
+    def check_trust(self, lock: Any, registry: RegistryReader) -> None:
+        """The lock's trust policy on every locked version, before any container exists. The
+        skills.yaml beside the lock, when there is one, must hold the same policy."""
+        from skillctl.errors import LockError
+        from skillctl.registry.lockfile import REQUIREMENTS_FILE
+        from skillctl.trust.enforce import check_lock
+        from skillctl.yamlfile import read_yaml
+
+        assert self.spec.lock is not None
+        folder = self.spec.lock.parent
+        beside = folder / REQUIREMENTS_FILE
+        current: Any = ...
+        if beside.exists():
+            doc = read_yaml(beside, error=LockError, missing="")
+            current = doc.get("trust") if isinstance(doc, dict) else None
+        check_lock(lock, registry, folder, where=str(beside if beside.exists() else self.spec.lock), progress=self.progress,
+                   current_trust=current)
 
     def select_image(self, skills: list[ResolvedSkill], registry: RegistryReader | None) -> str | None:
         """Which image the sandbox runs: the backend's base image (``spec.image``, else its

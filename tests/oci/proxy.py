@@ -16,6 +16,20 @@ from typing import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+def forward(port: int, method: str, path: str, headers, body: bytes | None, *, drop: tuple[str, ...] = ()) -> tuple[int, bytes, dict]:
+    """Send one request to the real server on ``port``: (status, body, headers to pass back)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    sent = {k: v for k, v in headers if k.lower() not in ("content-length", "connection", *drop)}
+    if body is not None:
+        sent["Content-Length"] = str(len(body))
+    conn.request(method, path, body=body, headers=sent)
+    resp = conn.getresponse()
+    data = resp.read()
+    out = {k: v for k, v in resp.getheaders() if k.lower() not in ("content-length", "connection", "transfer-encoding")}
+    conn.close()
+    return resp.status, data, out
+
+
 class AuthorizingProxy:
     def __init__(
         self,
@@ -73,19 +87,12 @@ class AuthorizingProxy:
                 if proxy.users is not None and self.command not in ("GET", "HEAD") and not proxy.users[user][1]:
                     return self._reply(403, b'{"errors":[{"code":"DENIED","message":"requested access to the resource is denied"}]}',
                                        {"Content-Type": "application/json"})
-                conn = http.client.HTTPConnection("127.0.0.1", proxy.upstream_port, timeout=30)
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("authorization", "content-length", "connection")}
-                if body is not None:
-                    headers["Content-Length"] = str(len(body))
-                conn.request(self.command, self.path, body=body, headers=headers)
-                resp = conn.getresponse()
-                data = resp.read()
-                out = {k: v for k, v in resp.getheaders() if k.lower() not in ("content-length", "connection", "transfer-encoding")}
-                conn.close()
+                status, data, out = forward(proxy.upstream_port, self.command, self.path, self.headers.items(), body,
+                                            drop=("authorization",))
                 changed = proxy.tamper(self.command, self.path, data) if proxy.tamper else None
                 if changed is not None:
-                    return self._reply(resp.status, changed, out, chunked=proxy.chunked)
-                self._reply(resp.status, data, out)
+                    return self._reply(status, changed, out, chunked=proxy.chunked)
+                self._reply(status, data, out)
 
             do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 

@@ -11,6 +11,8 @@ backend lacks must raise ``UnsupportedError`` and change nothing. Backend-specif
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +22,7 @@ import pytest
 
 from skillctl.bundle import BUNDLE, read_artifact, read_bundle, sha256_digest
 from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError, UnsupportedError, VersionError
-from skillctl.protocols import GC, PUBLISH, RECORD_LOCKS, REMOVE, WRITE_CAPABILITIES, YANK, Registry, RegistryReader, ResolvedSkill
+from skillctl.protocols import GC, PUBLISH, RECORD_LOCKS, REMOVE, SIGN, WRITE_CAPABILITIES, YANK, Registry, RegistryReader, ResolvedSkill
 from skillctl.registry import open_registry
 from skillctl.registry.local import LocalRegistry
 from skillctl.registry.prepare import PreparedBundle
@@ -61,6 +63,9 @@ class ReadOnlyView(ReadOnlyRegistry):
     def verify(self):
         return self.inner.verify()
 
+    def signatures(self, skill):  # a read-only registry may serve the signatures it has
+        return self.inner.signatures(skill)
+
     def close(self) -> None:
         self.inner.close()
 
@@ -80,6 +85,8 @@ class Backend:
     # False for a well-known site: it serves its own artifact of the skill's files (files at the
     # archive root), not the bundle, and publishes no dates, sizes or parsed front matter.
     serves_bundles: bool = True
+    # A client that can write this storage's signatures; None when the backend keeps none.
+    writer: Callable[[], Registry] | None = None
 
 
 BACKENDS = [
@@ -101,14 +108,17 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     kind = request.param
     if kind == "folder":
         path = tmp_path / "registry"
-        return Backend(lambda: open_registry(str(path)), lambda bundles: _publish_all(open_registry(str(path)), bundles))
+        return Backend(lambda: open_registry(str(path)), lambda bundles: _publish_all(open_registry(str(path)), bundles),
+                       writer=lambda: open_registry(str(path)))
     if kind == "oci":
         url = request.getfixturevalue("registry_server").url(request.getfixturevalue("ns"))
-        return Backend(lambda: open_registry(url, insecure=True), lambda bundles: _publish_all(open_registry(url, insecure=True), bundles))
+        return Backend(lambda: open_registry(url, insecure=True), lambda bundles: _publish_all(open_registry(url, insecure=True), bundles),
+                       writer=lambda: open_registry(url, insecure=True))
     if kind == "well-known":
         return _site_backend(request, tmp_path)
     path = tmp_path / "registry"
-    return Backend(lambda: ReadOnlyView(LocalRegistry(path)), lambda bundles: _publish_all(LocalRegistry(path), bundles))
+    return Backend(lambda: ReadOnlyView(LocalRegistry(path)), lambda bundles: _publish_all(LocalRegistry(path), bundles),
+                   writer=lambda: LocalRegistry(path))
 
 
 def _site_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
@@ -371,6 +381,7 @@ def _write_calls(reg: Registry, tmp_path: Path, skill: ResolvedSkill) -> dict[st
         REMOVE: lambda: reg.remove("demo@0.9.0"),
         GC: lambda: reg.gc(grace_s=0),
         RECORD_LOCKS: lambda: reg.mark_locked(skill),
+        SIGN: lambda: reg.attach_signature(skill, envelope(0)),
     }
 
 
@@ -384,5 +395,91 @@ def test_missing_capabilities_raise_unsupported_and_change_nothing(reg: Registry
             calls[capability]()
         assert reg.url in str(exc.value) and "\n" not in str(exc.value)
     assert [(r.version, r.digest, r.yanked) for r in reg.versions("demo")] == before
+    assert reg.signatures(reg.resolve("demo@1.0.0")) == []
     if not missing:
         pytest.skip("the backend has every capability")
+
+
+# --------------------------------------------------------------------------------- signatures
+
+
+def envelope(n: int) -> bytes:
+    """Bytes shaped like a DSSE envelope; a registry keeps them without judging the signature
+    (``skillctl.trust`` does that, and has its own tests)."""
+    sig = base64.b64encode(bytes([n % 256]) * 64).decode()
+    return json.dumps({"payload": base64.b64encode(b"statement %d" % n).decode(), "payloadType": "application/vnd.in-toto+json",
+                       "signatures": [{"keyid": f"k{n}", "sig": sig}]}).encode()
+
+
+def test_signatures_are_served_with_their_exact_version(backend: Backend, reg: Registry) -> None:
+    if backend.writer is None:  # a backend that keeps no signatures has none for any version
+        assert all(reg.signatures(r.resolved()) == [] for r in reg.versions("demo"))
+        pytest.skip("the backend keeps no signatures")
+    with backend.writer() as writer:
+        for n in (1, 2):
+            assert writer.attach_signature(writer.resolve("demo@1.0.0"), envelope(n)) == "attached"
+    assert reg.signatures(reg.resolve("demo@1.0.0")) == [envelope(1), envelope(2)]  # oldest first
+    assert reg.signatures(reg.resolve("demo@1.2.0")) == [] and reg.signatures(reg.resolve("other@1.0.0")) == []
+    assert reg.verify() == []  # signatures are not damage, wherever a backend keeps them
+
+
+def test_signatures_of_another_bundle_are_refused(reg: Registry) -> None:
+    skill = reg.resolve("demo@1.0.0")
+    forged = ResolvedSkill(skill.id, skill.name, skill.version, skill.description, "sha256:" + "0" * 64, skill.tar_digest, skill.size)
+    with pytest.raises(IntegrityError, match="its signatures are not for the bundle asked about"):
+        reg.signatures(forged)
+
+
+def test_attaching_is_idempotent_and_keeps_several_signatures(reg: Registry) -> None:
+    needs(reg, SIGN)
+    skill = reg.resolve("demo@1.0.0")
+    assert [reg.attach_signature(skill, e) for e in (envelope(1), envelope(1), envelope(2), envelope(1))] == [
+        "attached", "unchanged", "attached", "unchanged"]
+    assert reg.signatures(skill) == [envelope(1), envelope(2)]
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"", "must be non-empty bytes"),
+    (b"\xff not json", "is not JSON"),
+    (b'{"payload": ""}', "lacks payload, payloadType, signatures"),
+    (b'{"payload": "", "payloadType": "", "signatures": [], "pad": "' + b"x" * 70_000 + b'"}', "over the 64 KiB cap"),
+])
+def test_attaching_what_is_not_an_envelope_is_refused(reg: Registry, data: bytes, message: str) -> None:
+    needs(reg, SIGN)
+    skill = reg.resolve("demo@1.0.0")
+    with pytest.raises(RegistryError, match=message):
+        reg.attach_signature(skill, data)
+    assert reg.signatures(skill) == []
+
+
+def test_attaching_to_a_bundle_or_version_the_registry_does_not_hold_is_refused(reg: Registry) -> None:
+    needs(reg, SIGN)
+    skill = reg.resolve("demo@1.0.0")
+    forged = ResolvedSkill(skill.id, skill.name, skill.version, skill.description, "sha256:" + "0" * 64, skill.tar_digest, skill.size)
+    with pytest.raises(IntegrityError):
+        reg.attach_signature(forged, envelope(1))
+    missing = ResolvedSkill(skill.id, skill.name, "7.0.0", skill.description, skill.digest, skill.tar_digest, skill.size)
+    with pytest.raises(NotFoundError):
+        reg.attach_signature(missing, envelope(1))
+    assert reg.signatures(skill) == []
+
+
+def test_yank_and_unyank_keep_the_signatures(reg: Registry) -> None:
+    needs(reg, SIGN)
+    needs(reg, YANK)
+    reg.attach_signature(reg.resolve("demo@1.10.0"), envelope(1))
+    reg.set_yanked("demo@1.10.0", True, "broken")
+    assert reg.signatures(reg.resolve("demo@1.10.0")) == [envelope(1)]
+    reg.attach_signature(reg.resolve("demo@1.10.0"), envelope(2))  # signing a yanked version works too
+    reg.set_yanked("demo@1.10.0", False)
+    assert reg.signatures(reg.resolve("demo@1.10.0")) == [envelope(1), envelope(2)]
+    assert reg.verify() == []
+
+
+def test_remove_takes_the_signatures_along(reg: Registry, bundles) -> None:
+    needs(reg, SIGN)
+    needs(reg, REMOVE)
+    reg.attach_signature(reg.resolve("demo@0.9.0"), envelope(1))
+    reg.remove("demo@0.9.0")
+    reg.publish(bundles[("demo", "0.9.0")])
+    assert reg.signatures(reg.resolve("demo@0.9.0")) == []

@@ -7,7 +7,7 @@ import dataclasses
 import sqlite3
 from pathlib import Path
 
-from skillctl.registry.local import LocalRegistry
+from skillctl.registry.local import SCHEMA_VERSION, LocalRegistry
 from skillctl.registry.records import MirroredFrom
 
 from .helpers import prepared
@@ -37,4 +37,4 @@ def test_a_registry_from_before_mirrors_is_upgraded_in_place(reg_path: Path, src
         assert reg.resolve_record("demo@1.0.0").mirrored_from is None
         reg.publish(dataclasses.replace(prepared(src, version="2.0.0"), mirrored_from=ORIGIN))
         assert reg.resolve_record("demo@2.0.0").mirrored_from == ORIGIN
-        assert reg.conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert reg.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

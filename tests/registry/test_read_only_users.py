@@ -77,6 +77,9 @@ def read_everything(reg_path: Path, out: Path, prefix: tuple[str, ...], home: Pa
     assert "is read-only for this user (list, show, versions and pull work)" in published.stderr
     yanked = run("yank", "demo@1.0.0")
     assert yanked.returncode == 1 and "read-only" in yanked.stderr and "Traceback" not in yanked.stderr
+    assert run("key", "generate", out / "reader").returncode == 0
+    signed = run("sign", "demo@1.0.0", "--key", out / "reader.key")
+    assert signed.returncode == 1 and "read-only" in signed.stderr and "Traceback" not in signed.stderr, signed.stderr
 
 
 def reader_folders(tmp_path: Path, owner: int) -> tuple[Path, Path]:

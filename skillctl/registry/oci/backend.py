@@ -24,7 +24,10 @@ Same methods, records and semantics as ``LocalRegistry`` where OCI can support t
   them): OCI registries cannot record that a version was fetched or locked (the rule ``remove``
   depends on), and garbage collection is the server's job (distribution: ``registry
   garbage-collect``);
-- **verify** re-reads every manifest, config and bundle under the namespace and re-hashes them.
+- **verify** re-reads every manifest, config and bundle under the namespace and re-hashes them;
+- **signatures** are artifacts whose ``subject`` is the version's manifest, found through the
+  referrers API or the ``sha256-<hex>`` referrers tag (``referrers``); a yank attaches them to
+  the rewritten manifest before the tag moves, so they stay with the version.
 
 The work of one command is bounded: listings by the client's limits, and tags (or catalog
 repositories) that are listed but answer 404 by ``MAX_MISSING`` per command — a registry listing
@@ -44,14 +47,16 @@ from typing import Any, Callable, TypeVar
 
 from skillctl.bundle import BundleLimits, sha256_digest
 from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError, UnsupportedError
-from skillctl.protocols import PUBLISH, YANK, ResolvedSkill
+from skillctl.protocols import PUBLISH, SIGN, YANK, ResolvedSkill
 from skillctl.registry.oci import artifact
 from skillctl.registry.oci.auth import find_credentials
 from skillctl.registry.oci.client import DEFAULT_DEADLINE_S, ENV_TIMEOUT, DistributionClient, is_access_error
 from skillctl.registry.oci.names import OciLocation, parse_oci_url, tag_version, version_tag
+from skillctl.registry.oci.referrers import SignatureStore, is_referrers_tag
 from skillctl.registry.prepare import PreparedBundle
 from skillctl.registry.records import Problem, PublishResult, SkillRecord, VersionRecord, check_origin, summarize
 from skillctl.registry.refs import SKILL_ID_RE, SkillRef, parse_ref, require_exact
+from skillctl.registry.signatures import check_envelope, check_same_bundle
 from skillctl.versioning import SemVer
 
 ENV_INSECURE = "SKILLCTL_INSECURE"
@@ -97,9 +102,9 @@ def _command(method: _F) -> _F:
 
 class OciRegistry:
     """Skills in ``NAMESPACE/NAME`` repositories of one OCI registry (see the module docstring);
-    a ``skillctl.protocols.Registry`` that can publish and yank."""
+    a ``skillctl.protocols.Registry`` that can publish, yank and keep signatures."""
 
-    capabilities = frozenset({PUBLISH, YANK})
+    capabilities = frozenset({PUBLISH, YANK, SIGN})
 
     def __init__(self, location: OciLocation, client: DistributionClient) -> None:
         self.location = location
@@ -109,6 +114,7 @@ class OciRegistry:
         self._max_bundle = BundleLimits().max_bundle_size
         self._depth = 0
         self._missing = 0
+        self._signatures = SignatureStore(client)
 
     @classmethod
     def from_url(
@@ -372,12 +378,42 @@ class OciRegistry:
         if manifest.layer.digest != rec.digest:
             raise IntegrityError(f"{rec.name}@{rec.version}: tag {tag} changed while yanking; run the command again")
         if manifest.yanked != yanked or (yanked and manifest.yank_reason != reason):
-            new = manifest.with_yank(yanked, reason)
-            self.client.put_manifest(self.location.repository(rec.name), tag, new.to_bytes(), artifact.MANIFEST_MEDIA_TYPE)
+            repo = self.location.repository(rec.name)
+            body = manifest.with_yank(yanked, reason).to_bytes()
+            new = artifact.Descriptor(artifact.MANIFEST_MEDIA_TYPE, sha256_digest(body), len(body))
+            # The rewritten manifest has a new digest: push it untagged, attach the signatures to
+            # it, and only then move the tag, so that no moment shows the version unsigned.
+            self.client.put_manifest(repo, new.digest, body, artifact.MANIFEST_MEDIA_TYPE)
+            self._signatures.carry(repo, sha256_digest(got[1]), new, rec.digest, f"{rec.name}@{rec.version}")
+            self.client.put_manifest(repo, tag, body, artifact.MANIFEST_MEDIA_TYPE)
         after = self._record(rec.name, tag)
         if after is None or after.digest != rec.digest:
             raise IntegrityError(f"{rec.name}@{rec.version}: tag {tag} changed while yanking; check the registry")
         return after
+
+    # ------------------------------------------------------------------ signatures
+
+    def _version_manifest(self, skill: ResolvedSkill) -> tuple[str, artifact.Descriptor]:
+        """The repository and the descriptor of the manifest the version's tag names now,
+        refused unless that manifest still holds ``skill.digest``."""
+        tag = version_tag(skill.version)
+        got = self._manifest(skill.name, tag)
+        if got is None:
+            raise NotFoundError(f"{skill.name}@{skill.version} is not published in {self.url}")
+        manifest, body = got
+        cfg = self._config(skill.name, tag, manifest)
+        check_same_bundle(artifact.record(cfg, manifest), skill, self.url)
+        return self.location.repository(skill.name), artifact.Descriptor(artifact.MANIFEST_MEDIA_TYPE, sha256_digest(body), len(body))
+
+    def signatures(self, skill: ResolvedSkill) -> list[bytes]:
+        repo, manifest = self._version_manifest(skill)
+        return self._signatures.envelopes(repo, manifest.digest)
+
+    def attach_signature(self, skill: ResolvedSkill, envelope: bytes) -> str:
+        label = f"{skill.name}@{skill.version}"
+        check_envelope(envelope, label)
+        repo, manifest = self._version_manifest(skill)
+        return self._signatures.attach(repo, manifest, envelope, skill.digest, label)
 
     def remove(self, ref: str) -> VersionRecord:
         raise UnsupportedError(
@@ -408,6 +444,8 @@ class OciRegistry:
                 self._note_missing(repo)
                 continue
             for tag in sorted(listed):
+                if is_referrers_tag(tag):
+                    continue  # an index of signatures (referrers tag schema), not a version
                 if tag_version(tag) is None:
                     problems.append(Problem("warning", "foreign-tag", f"{repo}:{tag} is not a version tag; skillctl ignores it"))
                     continue
