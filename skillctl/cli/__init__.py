@@ -45,6 +45,8 @@ COMMANDS: dict[str, str] = {
     "memory": "memory:memory_group",
     "audit": "audit:audit_cmd",
     "site": "site:site_group",
+    "eval": "eval:eval_cmd",
+    "batch": "batch:batch_cmd",
 }
 
 

@@ -33,6 +33,10 @@ def _nice_max(value: float) -> float:
     return 10 * exp
 
 
+def _legend_step(name: str) -> int:
+    return 24 + 7 * len(name)  # swatch, gap, and about 7 px per character at 11 px
+
+
 def grouped_bars(title: str, categories: Sequence[str], series: Sequence[tuple[str, str, Sequence[float | None]]],
                  *, fmt: Callable[[float], str] = lambda v: f"{v:g}", max_value: float | None = None) -> str:
     """An SVG bar chart: one group per category, one bar per series (name, colour, values).
@@ -41,7 +45,8 @@ def grouped_bars(title: str, categories: Sequence[str], series: Sequence[tuple[s
     top = max_value if max_value is not None else _nice_max(max(values, default=0.0))
     group_w = len(series) * BAR + (len(series) - 1) * GAP
     plot_w = max(len(categories), 1) * (group_w + GROUP_GAP)
-    width = LEFT + plot_w + RIGHT
+    legend_w = sum(_legend_step(name) for name, _, _ in series)
+    width = LEFT + max(plot_w, legend_w) + RIGHT
     plot_h = HEIGHT - TOP - BOTTOM
     y = lambda v: TOP + plot_h - (v / top) * plot_h if top else TOP + plot_h  # noqa: E731
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width}" height="{HEIGHT}" '
@@ -70,6 +75,6 @@ def grouped_bars(title: str, categories: Sequence[str], series: Sequence[tuple[s
     for name, colour, _ in series:
         out.append(f'<rect x="{lx}" y="{HEIGHT - 18}" width="10" height="10" fill="{colour}"/>')
         out.append(f'<text x="{lx + 14}" y="{HEIGHT - 9}">{escape(name)}</text>')
-        lx += 24 + 7 * len(name)
+        lx += _legend_step(name)
     out.append("</svg>")
     return "\n".join(out)
