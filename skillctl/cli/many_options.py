@@ -66,7 +66,7 @@ def open_engine_for(o: dict[str, Any]) -> Any:
         jobs = o["jobs"] or default_jobs(parse_size(o["memory_limit"]) if o["memory_limit"] else DEFAULT_RUN_MEMORY,
                                          o["cpus"] or 1.0)
         return open_engine("local", jobs=jobs, retries=o["retries"], progress=progress)
-    if o["ray_address"] is None and o["jobs"] is None:
+    if o["ray_address"] is None:
         progress("starting Ray on this machine (no --ray-address)")
     return open_engine("ray", address=o["ray_address"], jobs=o["jobs"], retries=o["retries"], progress=progress)
 

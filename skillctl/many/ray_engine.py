@@ -54,7 +54,8 @@ class RayEngine:
             if address:
                 ray.init(address=address, **options)
             else:
-                ray.init(num_cpus=jobs or usable_cpus(), include_dashboard=False,
+                # "local": a new instance of our own, never one that happens to run on this machine.
+                ray.init(address="local", num_cpus=jobs or usable_cpus(), include_dashboard=False,
                          object_store_memory=OBJECT_STORE_BYTES, **options)
                 self._owned = True
         self.address = address or "local"

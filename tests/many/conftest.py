@@ -4,7 +4,9 @@ judges, and user folders kept inside the test's temp dir."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -57,3 +59,77 @@ def tally_with_evals(tmp_path: Path, cases: list[dict[str, Any]] | None = None, 
         ]
     (skill / "evals" / "evals.json").write_text(json.dumps({"skill_name": "tally", "evals": cases}, indent=1), "utf-8")
     return skill
+
+
+# Ray advertises the machine's outward address even for a cluster on one machine; this keeps
+# every Ray node, driver and worker of the tests on loopback. Read when Ray is imported, so it
+# is set here, before any test imports it (nodes started by the tests inherit it).
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+HEALTH_CHECKS = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500, "health_check_failure_threshold": 3}
+NODE_ARGS = {"num_cpus": 1, "object_store_memory": 80 * 1024 * 1024, "node_ip_address": "127.0.0.1"}
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (from /proc), for checking that nothing is left behind."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat[stat.rfind(")") + 2:].split()[1])
+            children.setdefault(ppid, []).append(int(entry.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def is_ray(pid: int) -> bool:
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return False
+    return "ray::" in cmd or "/ray/" in cmd
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2:].split()[0] != "Z"
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A real Ray cluster of two nodes on this machine (one CPU each, loopback, no dashboard),
+    shut down at the end; then no process it started may be left."""
+    pytest.importorskip("ray", reason="pip install 'skillctl[ray]'")
+    from ray.cluster_utils import Cluster
+
+    before = descendants(os.getpid())
+    cluster = Cluster(initialize_head=True, head_node_args={**NODE_ARGS, "include_dashboard": False,
+                                                            "_system_config": HEALTH_CHECKS})
+    cluster.worker = cluster.add_node(**NODE_ARGS)
+    cluster.wait_for_nodes()
+    try:
+        yield cluster
+    finally:
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+        started = {p for p in descendants(os.getpid()) - before if is_ray(p)}
+        cluster.shutdown()
+        deadline = time.monotonic() + 60
+        while any(alive(p) for p in started) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = [p for p in started if alive(p)]
+        assert not left, f"Ray left processes behind: {left}"
