@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from skillctl.cli.common import emit_json, format_option, library_errors, progress, registry_option
-from skillctl.cli.many_options import MANY_KEYS, many_run_options, open_engine_for, run_defaults
+from skillctl.cli.many_options import MANY_KEYS, many_run_options, open_engine_for, run_settings
 
 
 @click.command("batch")
@@ -38,10 +38,10 @@ def batch_cmd(tasks, results, model_spec, registry_url, fmt, **options) -> None:
     from skillctl.many.batch import run_batch
 
     o = {k: options[k] for k in MANY_KEYS}
-    defaults = run_defaults(registry_url, o)
+    settings = run_settings(registry_url, o)
     with open_engine_for(o) as engine:
         try:
-            summary = run_batch(tasks, engine, results_path=results, model=model_spec or None, defaults=defaults,
+            summary = run_batch(tasks, engine, results_path=results, model=model_spec or None, settings=settings,
                                 progress=progress)
         except KeyboardInterrupt:
             progress("interrupted: finished runs are in the results; run the same command again to resume")

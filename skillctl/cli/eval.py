@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from skillctl.cli.common import emit_json, format_option, library_errors, progress, registry_option
-from skillctl.cli.many_options import MANY_KEYS, many_run_options, open_engine_for, run_defaults
+from skillctl.cli.many_options import MANY_KEYS, many_run_options, open_engine_for, run_settings
 
 
 @click.command("eval")
@@ -45,7 +45,7 @@ def eval_cmd(skill, baseline, model_spec, judge_spec, runs_per_case, workspace, 
 
     o = {k: options[k] for k in MANY_KEYS}
     eval_options = EvalOptions(model=model_spec, judge=judge_spec, baseline=baseline, runs_per_case=runs_per_case,
-                               workspace=workspace, defaults=run_defaults(registry_url, o))
+                               workspace=workspace, settings=run_settings(registry_url, o))
     with open_engine_for(o) as engine:
         try:
             report = run_eval(skill, engine, eval_options, progress=progress)

@@ -46,14 +46,14 @@ def many_run_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def run_defaults(registry: str | None, o: dict[str, Any]) -> Any:
-    """The ``RunDefaults`` the shared options describe."""
-    from skillctl.many.batch import RunDefaults
+def run_settings(registry: str | None, o: dict[str, Any]) -> Any:
+    """The ``RunSettings`` the shared options describe."""
+    from skillctl.many.job import RunSettings
 
     limits = {"max_steps": o["max_steps"], "context_budget": o["context_budget"], "timeout_ms": o["timeout_ms"]}
     limits.update({k: o[k] for k in ("max_seconds", "max_tokens") if o[k] is not None})
     settings = {k: v for k, v in (("memory", o["memory_limit"]), ("cpus", o["cpus"])) if v is not None}
-    return RunDefaults(registry=registry, base_url=o["base_url"], limits=limits, approve=o["approve"],
+    return RunSettings(registry=registry, base_url=o["base_url"], limits=limits, approve=o["approve"],
                        sandbox=o["sandbox_name"], allow_unsafe_local=o["allow_unsafe_local"], image=o["image"],
                        sandbox_settings=settings)
 

@@ -32,8 +32,8 @@ from typing import Any, Callable, Iterator, Mapping
 from skillctl.errors import ConfigError, SkillctlError
 from skillctl.models._schema import schema_problems
 
-from .engines import LABEL_BATCH, Engine
-from .job import ERROR, FAILED, LOST, Job, JobResult, line_id, model_fields
+from .engines import Engine
+from .job import ERROR, FAILED, LOST, Job, JobResult, RunSettings, line_id, model_fields
 from .progress import RunProgress
 
 MAX_REPORTED_LINES = 10
@@ -178,27 +178,6 @@ def record_for(task: Task, result: JobResult, transcript: Path | None) -> dict[s
 # ------------------------------------------------------------------------------ the batch
 
 
-@dataclass(frozen=True)
-class RunDefaults:
-    """What every run of a batch or an eval shares (the command's options)."""
-
-    registry: str | None = None
-    base_url: str | None = None
-    limits: Mapping[str, Any] = field(default_factory=dict)
-    approve: str = "never"
-    sandbox: str = "docker"
-    allow_unsafe_local: bool = False
-    image: str | None = None
-    sandbox_settings: Mapping[str, Any] = field(default_factory=dict)
-
-    def job_fields(self, group: str) -> dict[str, Any]:
-        """Job fields from these defaults; ``group`` labels the containers (docker only)."""
-        labels = {LABEL_BATCH: group} if self.sandbox == "docker" else {}
-        return {"registry": self.registry, "base_url": self.base_url, "limits": dict(self.limits),
-                "approve": self.approve, "sandbox": self.sandbox, "allow_unsafe_local": self.allow_unsafe_local,
-                "image": self.image, "sandbox_settings": dict(self.sandbox_settings), "labels": labels}
-
-
 @dataclass
 class BatchSummary:
     batch_id: str
@@ -225,7 +204,7 @@ def new_group_id() -> str:
 
 
 def run_batch(tasks_path: Path, engine: Engine, *, results_path: Path | None = None, model: str | None = None,
-              defaults: RunDefaults = RunDefaults(), progress: Callable[[str], None] = lambda _l: None,
+              settings: RunSettings = RunSettings(), progress: Callable[[str], None] = lambda _l: None,
               batch_id: str | None = None) -> BatchSummary:
     """Run every task of ``tasks_path`` not yet in the results, appending each result as it comes."""
     tasks = read_tasks(tasks_path, default_model=model)
@@ -235,7 +214,7 @@ def run_batch(tasks_path: Path, engine: Engine, *, results_path: Path | None = N
     summary = BatchSummary(batch_id or new_group_id(), results.path, len(tasks), len(tasks) - len(todo))
     jobs_by_id: dict[str, Task] = {t.id: t for t in todo}
     models = _model_texts(todo)
-    fields = defaults.job_fields(summary.batch_id)
+    shared = settings.for_group(summary.batch_id)
     bar = RunProgress(len(todo), progress)
     progress(f"batch {summary.batch_id}: {len(todo)} run(s) to do, {summary.skipped} already done; engine {engine.name}, "
              f"up to {engine.jobs} at once; results -> {results.path}")
@@ -243,7 +222,7 @@ def run_batch(tasks_path: Path, engine: Engine, *, results_path: Path | None = N
     def jobs() -> Iterator[Job]:
         for t in todo:
             yield Job(id=t.id, task=t.task, skills=t.skills, inputs=tuple(str(p) for p in t.files), **models[t.model],
-                      **fields)
+                      settings=shared)
 
     def on_done(result: JobResult) -> None:
         task = jobs_by_id[result.id]

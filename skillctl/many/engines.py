@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Protocol
 
 from skillctl.errors import ConfigError
 
-from .job import Job, JobResult
+from .job import LABEL_BATCH, Job, JobResult
 
 # name -> (module:class, what to install when its import fails)
 ENGINES: dict[str, tuple[str, str]] = {
@@ -38,8 +38,6 @@ ENGINES: dict[str, tuple[str, str]] = {
 DEFAULT_RETRIES = 2
 # A run is a host thread plus a container; the container's memory limit is what it may take.
 DEFAULT_RUN_MEMORY = 2 * 1024**3
-# Labels every container of one batch or eval carries (find them with `docker ps --filter`).
-LABEL_BATCH = "org.skillctl.batch"
 
 
 class Engine(Protocol):
@@ -96,6 +94,9 @@ def default_jobs(run_memory: int = DEFAULT_RUN_MEMORY, run_cpus: float = 1.0) ->
     mem = memory_available()
     by_mem = max(1, mem // run_memory) if mem else by_cpu
     return max(1, min(by_cpu, by_mem))
+
+
+__all__ = ["ENGINES", "LABEL_BATCH", "Engine", "default_jobs", "open_engine"]
 
 
 def parse_size(text: str) -> int:

@@ -25,18 +25,18 @@ import shutil
 import tempfile
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from skillctl.errors import ConfigError, SkillctlError
 
-from .batch import RunDefaults, describe, new_group_id
+from .batch import describe, new_group_id
 from .benchmark import OLD_SKILL, WITH_SKILL, WITHOUT_SKILL, RunRecord, benchmark
 from .engines import Engine
 from .evalfile import EvalCase, EvalSet, load_evals
 from .grading import summary
-from .job import Grading, Job, JobResult, judge_fields, model_fields
+from .job import Grading, Job, JobResult, RunSettings, judge_fields, model_fields
 from .progress import RunProgress
 from .worker import not_run_grading
 
@@ -50,7 +50,7 @@ class EvalOptions:
     baseline: str = BASELINE_NONE  # none | VERSION | DIR
     runs_per_case: int = 1
     workspace: Path | None = None  # the <skill>-workspace folder
-    defaults: RunDefaults = field(default_factory=RunDefaults)
+    settings: RunSettings = field(default_factory=RunSettings)
 
     def __post_init__(self) -> None:
         if self.runs_per_case < 1:
@@ -265,7 +265,7 @@ def run_eval(target: str, engine: Engine, options: EvalOptions,
     """Run every case of ``target``'s evals in both configurations and write the iteration."""
     from .report import write_report
 
-    registry_url = options.defaults.registry
+    registry_url = options.settings.registry
     with ExitStack() as stack:
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="skillctl-eval-")))
         subject = resolve_subject(target, registry_url, scratch)
@@ -273,12 +273,16 @@ def run_eval(target: str, engine: Engine, options: EvalOptions,
         model = model_fields(options.model)
         judge = judge_fields(options.judge or options.model)
         workspace = options.workspace or default_workspace(subject)
+        fresh = not workspace.exists()
         iteration = new_iteration(workspace)
         try:
             primary = subject_variant(subject, iteration, registry_url)
             baseline = resolve_baseline(options.baseline, subject, iteration, registry_url)
         except BaseException:
-            shutil.rmtree(iteration, ignore_errors=True)  # nothing ran: leave no empty iteration behind
+            # Nothing ran: leave no empty iteration (or workspace) behind.
+            shutil.rmtree(iteration, ignore_errors=True)
+            if fresh:
+                shutil.rmtree(workspace, ignore_errors=True)
             raise
         variants = (primary, baseline)
         configs = (primary.config, baseline.config)
@@ -323,14 +327,14 @@ def run_eval(target: str, engine: Engine, options: EvalOptions,
 def _plan(evals: EvalSet, subject: Subject, variants: tuple[Variant, Variant], options: EvalOptions,
           model: dict[str, str | None], judge: dict[str, str | None], group: str) -> Iterator[tuple[EvalCase, str, int, Job]]:
     """Every run, case by case, the configurations of a case side by side."""
-    base = options.defaults.job_fields(group)
+    shared = options.settings.for_group(group)
     for case in evals.cases:
-        grading = Grading(case.graded, base_url=options.defaults.base_url, expected_output=case.expected_output, **judge)
+        grading = Grading(case.graded, base_url=shared.base_url, expected_output=case.expected_output, **judge)
         inputs = tuple(str(subject.folder / f) for f in case.files)
         for n in range(1, options.runs_per_case + 1):
             for v in variants:
-                job = Job(id=f"{case.name}/{v.config}/run-{n}", task=task_text(case), **model,
-                          **{**base, "registry": v.registry}, skills=v.skills, inputs=inputs, grading=grading,
+                job = Job(id=f"{case.name}/{v.config}/run-{n}", task=task_text(case), **model, skills=v.skills,
+                          settings=replace(shared, registry=v.registry), inputs=inputs, grading=grading,
                           collect_outputs=True)
                 yield case, v.config, n, job
 

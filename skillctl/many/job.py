@@ -58,24 +58,18 @@ class Grading:
         return tuple(e.check for e in self.expectations if e.check is not None)
 
 
+# Every container of one batch or eval carries this label (find them with `docker ps --filter`).
+LABEL_BATCH = "org.skillctl.batch"
+
+
 @dataclass(frozen=True)
-class Job:
-    """One run. ``id`` names it in reports (unique within a batch or an eval).
+class RunSettings:
+    """What the runs of a batch or an eval share: the registry skills come from (one every node
+    reaches), the model endpoint, limits (``RunSpec``'s names), approval, the sandbox, and the
+    labels every container gets."""
 
-    ``model`` is a model spec; for ``script:FILE`` the file's text is in ``model_script`` (see
-    ``model_fields``). ``inputs`` are paths on the machine that made the job; ``packed()`` turns
-    them into ``input_archive`` bytes for a job that leaves it. ``labels`` go on its container.
-    """
-
-    id: str
-    task: str
-    model: str
-    model_script: str | None = None
-    base_url: str | None = None
-    skills: tuple[str, ...] = ()
     registry: str | None = None
-    inputs: tuple[str, ...] = ()
-    input_archive: bytes | None = None
+    base_url: str | None = None
     limits: Mapping[str, Any] = field(default_factory=dict)
     approve: str = "never"
     sandbox: str = "docker"
@@ -83,13 +77,38 @@ class Job:
     image: str | None = None
     sandbox_settings: Mapping[str, Any] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
-    grading: Grading | None = None
-    collect_outputs: bool = False
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.limits) - set(LIMIT_FIELDS))
         if unknown:
-            raise ConfigError(f"job {self.id}: unknown limit(s) {', '.join(unknown)}; valid: {', '.join(LIMIT_FIELDS)}")
+            raise ConfigError(f"unknown limit(s) {', '.join(unknown)}; valid: {', '.join(LIMIT_FIELDS)}")
+
+    def for_group(self, group: str) -> "RunSettings":
+        """These settings with ``group`` labelling the containers (labels exist for docker only)."""
+        if self.sandbox != "docker":
+            return self
+        return replace(self, labels={**self.labels, LABEL_BATCH: group})
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run. ``id`` names it in reports (unique within a batch or an eval).
+
+    ``model`` is a model spec; for ``script:FILE`` the file's text is in ``model_script`` (see
+    ``model_fields``). ``inputs`` are paths on the machine that made the job; ``packed()`` turns
+    them into ``input_archive`` bytes for a job that leaves it.
+    """
+
+    id: str
+    task: str
+    model: str
+    model_script: str | None = None
+    skills: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+    input_archive: bytes | None = None
+    settings: RunSettings = field(default_factory=RunSettings)
+    grading: Grading | None = None
+    collect_outputs: bool = False
 
     def packed(self) -> "Job":
         """The job with its input files inside it (for a node that cannot read this machine's files)."""

@@ -63,17 +63,18 @@ def _execute(job: Job, scratch: Path, cancel: threading.Event | None, progress: 
     if job.collect_outputs:
         staged_digests = _digests(inputs)
     grading = job.grading
-    settings = dict(job.sandbox_settings)
-    if job.labels:
-        settings["labels"] = {**settings.get("labels", {}), **job.labels}
+    shared = job.settings
+    sandbox_settings = dict(shared.sandbox_settings)
+    if shared.labels:
+        sandbox_settings["labels"] = {**sandbox_settings.get("labels", {}), **shared.labels}
     out_dir = scratch / "outputs" if job.collect_outputs else None
     transcript = scratch / "transcript.jsonl"
     spec = RunSpec(
-        task=job.task, model=model, base_url=job.base_url, skills=list(job.skills),
-        registry=job.registry if job.skills else None, sandbox=job.sandbox,
-        allow_unsafe_local=job.allow_unsafe_local, image=job.image, sandbox_settings=settings, inputs=inputs,
-        output_dir=out_dir, transcript=transcript, approve=job.approve,
-        checks=list(grading.checks) if grading else [], progress=progress, cancel=cancel, **dict(job.limits),
+        task=job.task, model=model, base_url=shared.base_url, skills=list(job.skills),
+        registry=shared.registry if job.skills else None, sandbox=shared.sandbox,
+        allow_unsafe_local=shared.allow_unsafe_local, image=shared.image, sandbox_settings=sandbox_settings, inputs=inputs,
+        output_dir=out_dir, transcript=transcript, approve=shared.approve,
+        checks=list(grading.checks) if grading else [], progress=progress, cancel=cancel, **dict(shared.limits),
     )
     result = run(spec)
     if out_dir is not None:

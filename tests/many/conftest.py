@@ -18,7 +18,7 @@ from model_server import model_server  # noqa: F401 - the loopback model server 
 REPO = Path(__file__).resolve().parents[2]
 TALLY = REPO / "skills" / "tally"
 # The agent's script: count with the skill's script (there only with the skill), write the count.
-COUNT_WITH_SKILL = ("python3 /skills/tally/scripts/tally.py --json notes.txt "
+COUNT_WITH_SKILL = ("python3 ${SKILLS_DIR:-/skills}/tally/scripts/tally.py --json notes.txt "
                     "| python3 -c 'import json,sys; print(json.load(sys.stdin)[\"words\"])' > count.txt")
 
 

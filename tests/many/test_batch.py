@@ -17,14 +17,13 @@ from click.testing import CliRunner
 
 from skillctl.cli import cli
 from skillctl.errors import ConfigError
-from skillctl.many.batch import ResultsFile, RunDefaults, default_results_path, read_tasks, run_batch
+from skillctl.many.batch import ResultsFile, default_results_path, read_tasks, run_batch
+from skillctl.many.job import RunSettings
 from skillctl.many.engines import LABEL_BATCH, default_jobs, open_engine, usable_cpus
 from skillctl.many.job import line_id
 from skillctl.sandbox.settings import LABEL_MANAGED, LABEL_OWNER
 
 from .conftest import REPO, write_yaml
-
-LOCAL = RunDefaults(sandbox="local", allow_unsafe_local=True)
 
 
 def tasks_file(folder: Path, lines: list) -> Path:
@@ -115,8 +114,8 @@ def test_a_batch_appends_results_and_a_rerun_skips_what_is_done(tmp_path):
                                  {"id": "bad", "task": "uses a skill nobody published", "skills": ["no-such-skill"]}])
     lines: list[str] = []
     engine = open_engine("local", jobs=2)
-    defaults = RunDefaults(sandbox="local", allow_unsafe_local=True, registry=str(tmp_path / "empty-registry"))
-    summary = run_batch(path, engine, model=f"script:{model}", defaults=defaults, progress=lines.append)
+    defaults = RunSettings(sandbox="local", allow_unsafe_local=True, registry=str(tmp_path / "empty-registry"))
+    summary = run_batch(path, engine, model=f"script:{model}", settings=defaults, progress=lines.append)
     assert (summary.total, summary.skipped, dict(summary.outcomes), summary.exit_code) == (3, 0, {"answered": 2, "failed": 1}, 1)
     records = {r["id"]: r for r in map(json.loads, (tmp_path / "tasks.results.jsonl").read_text().splitlines())}
     assert set(records) == {"a", read_tasks(path, default_model="x")[1].id, "bad"}
@@ -130,7 +129,7 @@ def test_a_batch_appends_results_and_a_rerun_skips_what_is_done(tmp_path):
     bad = records["bad"]
     assert (bad["outcome"], bad["exit_code"], bad["transcript"]) == ("failed", 1, None) and "no-such-skill" in bad["message"]
     assert any("bad: failed: " in line for line in lines) and any(line.startswith("[####################] 3/3") for line in lines)
-    again = run_batch(path, engine, model=f"script:{model}", defaults=defaults, progress=lines.append)
+    again = run_batch(path, engine, model=f"script:{model}", settings=defaults, progress=lines.append)
     assert (again.skipped, sum(again.outcomes.values())) == (3, 0)
     assert len((tmp_path / "tasks.results.jsonl").read_text().splitlines()) == 3
 

@@ -14,7 +14,7 @@ import pytest
 
 from skillctl.errors import ConfigError
 from skillctl.many.engines import open_engine
-from skillctl.many.job import Job, JobResult, model_fields
+from skillctl.many.job import Job, JobResult, RunSettings, model_fields
 
 from .conftest import write_yaml
 
@@ -30,9 +30,10 @@ def engine(request):
         yield eng
 
 
-def job(tmp_path: Path, ident: str, commands: list[str], **extra) -> Job:
+def job(tmp_path: Path, ident: str, commands: list[str], skills: tuple[str, ...] = (), registry: str | None = None) -> Job:
     model = write_yaml(tmp_path / f"{ident}.yaml", [{"shell": commands, "timeout_ms": 120000}, {"answer": f"done {ident}"}])
-    return Job(id=ident, task="Do it.", sandbox="local", allow_unsafe_local=True, **model_fields(f"script:{model}"), **extra)
+    settings = RunSettings(sandbox="local", allow_unsafe_local=True, registry=registry)
+    return Job(id=ident, task="Do it.", skills=skills, settings=settings, **model_fields(f"script:{model}"))
 
 
 def run_all(engine, jobs) -> tuple[list[JobResult], set[str]]:

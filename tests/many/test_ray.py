@@ -14,7 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from skillctl.cli import cli
-from skillctl.many.batch import RunDefaults, run_batch
+from skillctl.many.batch import run_batch
+from skillctl.many.job import RunSettings
 from skillctl.many.engines import LABEL_BATCH, open_engine
 from skillctl.sandbox.reaper import Owner
 from skillctl.sandbox.settings import LABEL_OWNER
@@ -72,7 +73,7 @@ def test_a_node_lost_mid_run_is_retried_on_the_other_node_and_reported(tmp_path,
 
     def batch() -> None:
         try:
-            box["summary"] = run_batch(tasks, engine, model=f"script:{model}", defaults=RunDefaults(image=agent_image),
+            box["summary"] = run_batch(tasks, engine, model=f"script:{model}", settings=RunSettings(image=agent_image),
                                        progress=lines.append, batch_id=group)
         except BaseException as exc:
             box["error"] = exc
