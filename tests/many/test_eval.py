@@ -21,7 +21,7 @@ from skillctl.registry.prepare import prepare_folder
 from skillctl.sandbox.reaper import Owner
 from skillctl.sandbox.settings import LABEL_MANAGED, LABEL_OWNER
 
-from sandbox_fixtures import on_ci
+from tools import require_tool
 
 from .conftest import COUNT_WITH_SKILL, TALLY, tally_with_evals, verdict, write_yaml
 
@@ -169,11 +169,8 @@ def png_size(path: Path) -> tuple[int, int]:
 
 
 def test_the_report_renders_in_a_real_headless_browser(tmp_path):
+    require_tool("chromium")  # scripts/setup.sh installs it
     chromium = shutil.which("chromium")
-    if chromium is None:
-        if on_ci():
-            pytest.fail("chromium is not installed; scripts/setup.sh installs it")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
     skill = tally_with_evals(tmp_path)
     result = invoke(str(skill), "--model", f"script:{agent(tmp_path)}", "--judge", f"script:{judge(tmp_path)}", *LOCAL)
     assert result.exit_code == 0, result.output

@@ -20,7 +20,7 @@ from skillctl.many.engines import LABEL_BATCH, open_engine
 from skillctl.sandbox.reaper import Owner
 from skillctl.sandbox.settings import LABEL_OWNER
 
-from .conftest import NODE_ARGS, alive, descendants, is_ray, write_yaml
+from .conftest import NODE_ARGS, alive, descendants, is_ray, require_ray, write_yaml
 
 pytestmark = pytest.mark.requires_docker
 
@@ -112,7 +112,7 @@ def test_a_node_lost_mid_run_is_retried_on_the_other_node_and_reported(tmp_path,
 
 
 def test_engine_ray_without_an_address_starts_ray_here_and_stops_it(tmp_path, agent_image):
-    pytest.importorskip("ray", reason="pip install 'skillctl[ray]'")
+    require_ray()
     import ray
 
     assert not ray.is_initialized()
