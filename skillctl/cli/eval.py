@@ -20,6 +20,8 @@ from skillctl.cli.many_options import MANY_KEYS, many_run_options, open_engine_f
               help="The agent's model: script:FILE, openai:MODEL, openai-chat:MODEL. Env: SKILLCTL_MODEL.")
 @click.option("--judge", "judge_spec", metavar="SPEC",
               help="Model that grades expectations written as text (default: --model). It answers PASS/FAIL with evidence.")
+@click.option("--judge-base-url", metavar="URL",
+              help="OpenAI-compatible endpoint of the judge, when it is not the agent's (default: --base-url).")
 @click.option("--runs-per-case", type=click.IntRange(min=1), default=1, show_default=True,
               help="Runs of each case in each configuration (run-1/…run-K/; stddev needs more than one).")
 @click.option("--workspace", type=click.Path(file_okay=False, path_type=Path),
@@ -28,7 +30,8 @@ from skillctl.cli.many_options import MANY_KEYS, many_run_options, open_engine_f
 @registry_option
 @format_option
 @library_errors
-def eval_cmd(skill, baseline, model_spec, judge_spec, runs_per_case, workspace, registry_url, fmt, **options) -> None:
+def eval_cmd(skill, baseline, model_spec, judge_spec, judge_base_url, runs_per_case, workspace, registry_url, fmt,
+             **options) -> None:
     """Evaluate a skill: run each case of its evals/evals.json with and without it.
 
     SKILL_DIR is a skill folder (packed as it is now), REF a published skill (NAME[@VERSION]).
@@ -44,8 +47,8 @@ def eval_cmd(skill, baseline, model_spec, judge_spec, runs_per_case, workspace, 
     from skillctl.many.report import terminal_table
 
     o = {k: options[k] for k in MANY_KEYS}
-    eval_options = EvalOptions(model=model_spec, judge=judge_spec, baseline=baseline, runs_per_case=runs_per_case,
-                               workspace=workspace, settings=run_settings(registry_url, o))
+    eval_options = EvalOptions(model=model_spec, judge=judge_spec, judge_base_url=judge_base_url, baseline=baseline,
+                               runs_per_case=runs_per_case, workspace=workspace, settings=run_settings(registry_url, o))
     with open_engine_for(o) as engine:
         try:
             report = run_eval(skill, engine, eval_options, progress=progress)

@@ -47,6 +47,7 @@ BASELINE_NONE = "none"
 class EvalOptions:
     model: str
     judge: str | None = None  # default: the run's model
+    judge_base_url: str | None = None  # default: the runs' endpoint
     baseline: str = BASELINE_NONE  # none | VERSION | DIR
     runs_per_case: int = 1
     workspace: Path | None = None  # the <skill>-workspace folder
@@ -329,7 +330,7 @@ def _plan(evals: EvalSet, subject: Subject, variants: tuple[Variant, Variant], o
     """Every run, case by case, the configurations of a case side by side."""
     shared = options.settings.for_group(group)
     for case in evals.cases:
-        grading = Grading(case.graded, base_url=shared.base_url, expected_output=case.expected_output, **judge)
+        grading = Grading(case.graded, base_url=options.judge_base_url or shared.base_url, expected_output=case.expected_output, **judge)
         inputs = tuple(str(subject.folder / f) for f in case.files)
         for n in range(1, options.runs_per_case + 1):
             for v in variants:

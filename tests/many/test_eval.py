@@ -21,6 +21,7 @@ from skillctl.registry.prepare import prepare_folder
 from skillctl.sandbox.reaper import Owner
 from skillctl.sandbox.settings import LABEL_MANAGED, LABEL_OWNER
 
+from model_server import ModelServer
 from tools import require_tool
 
 from .conftest import COUNT_WITH_SKILL, TALLY, tally_with_evals, verdict, write_yaml
@@ -144,19 +145,23 @@ def test_a_snapshot_folder_as_the_baseline(tmp_path):
 def test_the_real_openai_client_drives_the_agent_and_the_judge(tmp_path, model_server):
     skill = tally_with_evals(tmp_path, cases=[{"id": 1, "prompt": "How many words are in notes.txt?",
                                                "files": ["evals/files/notes.txt"], "expectations": ["It says 4"]}])
-    for _config in ("with_skill", "without_skill"):  # -j 1: the runs and their grading go in this order
-        model_server.reply(tool_calls=[("shell", json.dumps({"commands": ["wc -w < notes.txt"]}))], input_tokens=900)
-        model_server.reply("There are 4 words.", input_tokens=1000)
-        model_server.reply(tool_calls=[("grade", json.dumps({"verdict": "PASS", "evidence": "'There are 4 words.'"}))])
-    result = invoke(str(skill), "--model", "openai-chat:test-model", "--base-url", model_server.base_url, "-j", "1", *LOCAL)
-    assert result.exit_code == 0, result.output
+    with ModelServer() as judge_server:  # the judge has an endpoint of its own
+        for _config in ("with_skill", "without_skill"):  # -j 1: the runs and their grading go in this order
+            model_server.reply(tool_calls=[("shell", json.dumps({"commands": ["wc -w < notes.txt"]}))], input_tokens=900)
+            model_server.reply("There are 4 words.", input_tokens=1000)
+            judge_server.reply(tool_calls=[("grade", json.dumps({"verdict": "PASS", "evidence": "'There are 4 words.'"}))])
+        result = invoke(str(skill), "--model", "openai-chat:test-model", "--base-url", model_server.base_url,
+                        "--judge", "openai-chat:judge-model", "--judge-base-url", judge_server.base_url, "-j", "1", *LOCAL)
+        assert result.exit_code == 0, result.output
+        judged = [r.body for r in judge_server.requests]
     it = tmp_path / "skills" / "tally-workspace" / "iteration-1"
     for config in ("with_skill", "without_skill"):
         grading = load(it / "eval-1" / config / "grading.json")
         assert grading["expectations"] == [{"text": "It says 4", "passed": True, "evidence": "'There are 4 words.'"}]
         assert load(it / "eval-1" / config / "timing.json")["total_tokens"] == 1900  # the API's own counts
-    judged = [r.body for r in model_server.requests if any(t["function"]["name"] == "grade" for t in r.body.get("tools", []))]
-    assert len(judged) == 2 and model_server.pending == 0
+    assert model_server.pending == 0 and model_server.count() == 4
+    assert len(judged) == 2 and {b["model"] for b in judged} == {"judge-model"}
+    assert [t["function"]["name"] for t in judged[0]["tools"]] == ["grade"]
     prompt = judged[0]["messages"][-1]["content"]
     assert "<final_answer>\nThere are 4 words.\n</final_answer>" in prompt and "$ wc -w < notes.txt" in prompt
     assert "<expectation>\nIt says 4\n</expectation>" in prompt
