@@ -222,3 +222,19 @@ def test_ctrl_c_stops_every_run_removes_every_container_and_records_nothing(tmp_
     assert containers_of(docker_client, proc.pid) == []
     results = tmp_path / "tasks.results.jsonl"
     assert not results.exists() or results.read_text() == ""  # cancelled runs are not done: they run again
+
+
+def test_bad_run_options_are_one_line(tmp_path):
+    from skillctl.many.job import RunSettings
+
+    with pytest.raises(ConfigError, match="unknown limit\\(s\\) max_stepz; valid: max_steps, max_seconds"):
+        RunSettings(limits={"max_stepz": 3})
+    path = tasks_file(tmp_path, [{"task": "t"}])
+    result = CliRunner().invoke(cli, ["batch", str(path), "--model", "script:x.yaml", "--memory-limit", "lots"])
+    assert result.exit_code == 1 and "cannot read the size 'lots'; write e.g. 2g or 512m" in result.stderr
+    assert not (tmp_path / "tasks.results.jsonl").exists()
+    missing = CliRunner().invoke(cli, ["batch", str(tmp_path / "nope.jsonl"), "--model", "script:x.yaml", *LOCAL_ARGS])
+    assert missing.exit_code == 1 and "tasks file" in missing.stderr and "does not exist" in missing.stderr
+
+
+LOCAL_ARGS = ["--sandbox", "local", "--allow-unsafe-local"]
