@@ -164,6 +164,16 @@ class ResultsFile:
             os.fsync(fh.fileno())
 
 
+def save_transcript(path: Path, data: bytes) -> None:
+    """A run's transcript, readable by its owner only, as the run itself writes it: it holds
+    everything the agent saw, inputs and skill files included."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
+    with open(fd, "wb") as fh:
+        fh.write(data)
+
+
 def record_for(task: Task, result: JobResult, transcript: Path | None) -> dict[str, Any]:
     run = result.run or {}
     return {
@@ -232,8 +242,7 @@ def run_batch(tasks_path: Path, engine: Engine, *, results_path: Path | None = N
         transcript = None
         if result.transcript is not None:
             transcript = results.transcript_path(task.id)
-            transcript.parent.mkdir(parents=True, exist_ok=True)
-            transcript.write_bytes(result.transcript)
+            save_transcript(transcript, result.transcript)
         results.append(record_for(task, result, transcript))
         summary.outcomes[result.outcome] += 1
         bar.done(describe(task.id, result))

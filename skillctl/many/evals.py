@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator
 
 from skillctl.errors import ConfigError, SkillctlError
 
-from .batch import describe, new_group_id
+from .batch import describe, new_group_id, save_transcript
 from .benchmark import OLD_SKILL, WITH_SKILL, WITHOUT_SKILL, RunRecord, benchmark
 from .engines import Engine
 from .evalfile import EvalCase, EvalSet, load_evals
@@ -243,7 +243,7 @@ def write_run(folder: Path, job: Job, result: JobResult) -> list[dict[str, Any]]
     if result.outputs is not None:
         extract_outputs(result.outputs, folder / "outputs")
     if result.transcript is not None:
-        (folder / "transcript.jsonl").write_bytes(result.transcript)
+        save_transcript(folder / "transcript.jsonl", result.transcript)
     expectations = result.grading if result.grading is not None else not_run_grading(job, result)
     write_json(folder / "grading.json", {"expectations": expectations, "summary": summary(expectations)})
     duration_ms = round(result.duration_s * 1000)

@@ -124,6 +124,7 @@ def test_a_batch_appends_results_and_a_rerun_skips_what_is_done(tmp_path):
     assert a["Z"] > 0 and a["duration_s"] > 0
     transcript = [json.loads(x) for x in Path(a["transcript"]).read_text().splitlines()]
     assert transcript[-1]["type"] == "run_end" and Path(a["transcript"]).parent == tmp_path / "tasks.results.transcripts"
+    assert Path(a["transcript"]).stat().st_mode & 0o777 == 0o600  # as private as the run's own
     tool = [e for e in transcript if e["type"] == "message" and e["message"]["role"] == "tool"][0]
     assert "3" in tool["message"]["content"]  # the staged file was there
     bad = records["bad"]

@@ -115,6 +115,7 @@ def test_runs_per_case_and_a_published_version_as_the_baseline(tmp_path):
     assert sorted(p.name for p in (it / "eval-1").iterdir()) == ["eval_metadata.json", "old_skill", "with_skill"]
     assert sorted(p.name for p in (it / "eval-1" / "old_skill").iterdir()) == ["run-1", "run-2"]
     assert (it / "eval-1" / "with_skill" / "run-2" / "grading.json").is_file()
+    assert (it / "eval-1" / "with_skill" / "run-2" / "transcript.jsonl").stat().st_mode & 0o777 == 0o600
     bench = load(it / "benchmark.json")
     assert set(bench["run_summary"]) == {"with_skill", "old_skill", "delta"}
     assert bench["metadata"]["configurations"] == {"with_skill": f"tally@1.1.0 ({skill})", "old_skill": "tally@1.0.0 (registry)"}
