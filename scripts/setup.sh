@@ -33,6 +33,9 @@ command -v htpasswd >/dev/null 2>&1 || need_apt+=(apache2-utils)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 # Well-known site tests read archives made by other tools (Info-ZIP's zip, git archive, tar)
 command -v zip >/dev/null 2>&1 || need_apt+=(zip)
+# The eval report is checked in a real headless browser (about 120 MB with its libraries, once:
+# less than the test wheels and the agent image; without it that test could only be skipped).
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ "${#need_apt[@]}" -gt 0 ]; then
     log "installing Debian packages: ${need_apt[*]}"
     export DEBIAN_FRONTEND=noninteractive
@@ -52,9 +55,10 @@ PY="$VENV/bin/python"
 # 'egress' extra. On 3.11 the newest mitmproxy (11.0.2) pins h11<=0.14 while the openai SDK's
 # HTTP stack needs h11>=0.16 (pip: ResolutionImpossible), so it gets an environment of its own
 # beside the project's, where skillctl looks for it (skillctl/egress/launch.py).
-EXTRAS=test
-if "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then EXTRAS=test,egress; fi
-if ! "$PY" -c 'import skillctl, pytest, hypothesis, pre_commit' >/dev/null 2>&1 \
+# ray: the tests run a real two-node Ray cluster on this machine (skillctl[ray], a cp311 wheel).
+EXTRAS=test,ray
+if "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then EXTRAS=test,ray,egress; fi
+if ! "$PY" -c 'import skillctl, pytest, hypothesis, pre_commit, ray' >/dev/null 2>&1 \
    || [ "$("$PY" -c 'import skillctl, pathlib; print(pathlib.Path(skillctl.__file__).resolve().parent.parent)')" != "$(pwd -P)" ] \
    || [ pyproject.toml -nt "$VENV/.skillctl-installed" ]; then
     log "installing skillctl (editable) with its $EXTRAS extras into $VENV"
@@ -63,7 +67,7 @@ if ! "$PY" -c 'import skillctl, pytest, hypothesis, pre_commit' >/dev/null 2>&1 
     touch "$VENV/.skillctl-installed"
 fi
 EGRESS_ENV="$VENV/skillctl-egress"
-if [ "$EXTRAS" = test ] && ! "$EGRESS_ENV/bin/python" -c 'import mitmproxy' >/dev/null 2>&1; then
+if [ "${EXTRAS#*egress}" = "$EXTRAS" ] && ! "$EGRESS_ENV/bin/python" -c 'import mitmproxy' >/dev/null 2>&1; then
     log "creating the egress proxy's environment $EGRESS_ENV (mitmproxy 11.0.2)"
     rm -rf "$EGRESS_ENV"
     "$PY_SYS" -m venv "$EGRESS_ENV"

@@ -48,14 +48,18 @@ COMMANDS: dict[str, str] = {
     "key": "trust:key_group",
     "sign": "trust:sign_cmd",
     "verify": "trust:verify_cmd",
+    "eval": "eval:eval_cmd",
+    "batch": "batch:batch_cmd",
 }
 
 
 SUMMARIES: dict[str, str] = {
     "audit": "Audit skills for malicious or risky content, without running anything.",
+    "batch": "Run every task of TASKS (JSON Lines) as its own agent run, several at once.",
     "catalog": "Print the <available_skills> block the model would see for REFs (metadata only).",
     "copy": "Copy REF from one registry to another, both ways between a folder and an OCI registry.",
     "env": "Skill environments: the packages skills' scripts import, in an image layer.",
+    "eval": "Evaluate a skill: run each case of its evals/evals.json with and without it.",
     "export": "Write verified, unpacked skills into a folder, for agents that read skills from disk.",
     "image": "Build and inspect the agent image the sandbox runs.",
     "init": "Create a new skill folder NAME with SKILL.md, scripts/ and references/.",

@@ -1,0 +1,54 @@
+"""``skillctl batch``: one agent run per line of a JSON Lines file, in parallel, resumable."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from skillctl.cli.common import emit_json, format_option, library_errors, progress, registry_option
+from skillctl.cli.many_options import MANY_KEYS, many_run_options, open_engine_for, run_settings
+
+
+@click.command("batch")
+@click.argument("tasks", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--output", "results", type=click.Path(dir_okay=False, path_type=Path),
+              help="Results file (JSON Lines, appended as runs finish). Default: TASKS.results.jsonl beside TASKS.")
+@click.option("--model", "model_spec", envvar="SKILLCTL_MODEL", metavar="SPEC",
+              help="Model for lines without one: script:FILE, openai:MODEL, openai-chat:MODEL. Env: SKILLCTL_MODEL.")
+@many_run_options
+@registry_option
+@format_option
+@library_errors
+def batch_cmd(tasks, results, model_spec, registry_url, fmt, **options) -> None:
+    """Run every task of TASKS (JSON Lines) as its own agent run, several at once.
+
+    Each line: {"task": "...", "id": "...", "skills": ["REF", ...], "files": ["PATH", ...],
+    "model": "SPEC"} — only "task" is required; files are relative to TASKS; a line without
+    "id" gets a hash of its content. Every line is checked first; bad lines are reported with
+    their numbers and nothing runs.
+
+    Each finished run appends one line to the results (id, outcome, answer, steps K, Z,
+    duration, transcript path, retries); transcripts go to RESULTS.transcripts/. Running the
+    same command again skips ids already in the results, so an interrupted batch resumes.
+    Ctrl-C stops the runs and removes their containers (exit 130). Exit 1 when some run could
+    not start (see its message), else 0 — each run's own outcome is in the results.
+    """
+    from skillctl.many.batch import run_batch
+
+    o = {k: options[k] for k in MANY_KEYS}
+    settings = run_settings(registry_url, o)
+    with open_engine_for(o) as engine:
+        try:
+            summary = run_batch(tasks, engine, results_path=results, model=model_spec or None, settings=settings,
+                                progress=progress)
+        except KeyboardInterrupt:
+            progress("interrupted: finished runs are in the results; run the same command again to resume")
+            sys.exit(130)
+    if fmt == "json":
+        emit_json(summary.to_dict())
+    else:
+        counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(summary.outcomes.items())) or "nothing to run"
+        progress(f"batch {summary.batch_id}: {counts}; {summary.skipped} skipped (already done); results in {summary.results_path}")
+    sys.exit(summary.exit_code)
