@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "memory": "memory:memory_group",
     "audit": "audit:audit_cmd",
     "site": "site:site_group",
+    "serve": "serve:serve_group",
 }
 
 
