@@ -91,10 +91,14 @@ def serve_group(ctx: click.Context, registry_url: str | None, host: str, port: i
     configure_logging(access_log)
     server = SkillServer(settings, listen)
     base = server.url
-    progress(f"skillctl serve: {base} (registry {url}; {'keys from ' + str(keys_file) if keys_file else 'no keys'}"
-             f"{', public read' if public_read else ''})")
-    progress(f"  OpenAI:     {base}/openai/v1\n  Anthropic:  {base}/anthropic\n  well-known: {base}/.well-known/agent-skills/index.json")
-    server.run()
+
+    def ready() -> None:
+        progress(f"skillctl serve: {base} (registry {url}; {'keys from ' + str(keys_file) if keys_file else 'no keys'}"
+                 f"{', public read' if public_read else ''})")
+        progress(f"  OpenAI:     {base}/openai/v1\n  Anthropic:  {base}/anthropic\n"
+                 f"  well-known: {base}/.well-known/agent-skills/index.json")
+
+    server.run(on_ready=ready)
     progress("skillctl serve: stopped")
 
 

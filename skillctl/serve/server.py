@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import uvicorn
 
@@ -76,6 +76,9 @@ def _bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(address)
+        # Listening from now on: connections made before the server loop runs wait in the
+        # backlog instead of being refused.
+        sock.listen(2048)
     except OSError as exc:
         sock.close()
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port or --host") from None
@@ -135,10 +138,12 @@ class SkillServer:
         host = f"[{host}]" if ":" in host else host
         return f"{'https' if self.listen.tls else 'http'}://{host}:{self.port}"
 
-    def run(self) -> None:
-        """Serve until SIGINT/SIGTERM (or ``stop``), then shut down gracefully."""
+    def run(self, on_ready: Callable[[], None] = lambda: None) -> None:
+        """Serve until SIGINT/SIGTERM (or ``stop``), then shut down gracefully. ``on_ready`` is
+        called once the registry clients are open, just before connections are accepted."""
         self.workers.start()
         try:
+            on_ready()
             self.server.run(sockets=[self.sock])
         finally:
             self.workers.stop()

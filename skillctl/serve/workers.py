@@ -32,17 +32,16 @@ class RegistryWorkers:
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
-        """Start the threads; each opens its client first, and the first failure to open is
-        raised here (a bad --registry fails at start-up, not on the first request)."""
-        opened: list[Future[None]] = []
-        for i in range(self._size):
-            ready: Future[None] = Future()
-            thread = threading.Thread(target=self._work, args=(ready,), name=f"skillctl-registry-{i}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
-            opened.append(ready)
+        """Start the threads; each opens its client first, one after the other (two clients
+        creating a new folder registry at the same moment could each take the other's files
+        for foreign ones). The first failure to open is raised here: a bad --registry fails at
+        start-up, not on the first request."""
         try:
-            for ready in opened:
+            for i in range(self._size):
+                ready: Future[None] = Future()
+                thread = threading.Thread(target=self._work, args=(ready,), name=f"skillctl-registry-{i}", daemon=True)
+                thread.start()
+                self._threads.append(thread)
                 ready.result()
         except BaseException:
             self.stop()
