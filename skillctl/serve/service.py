@@ -154,13 +154,30 @@ class SkillService:
     # ------------------------------------------------------------------ reading
 
     def skills(self, reg: Registry) -> list[SkillRecord]:
-        """Every skill, oldest first (by creation time, then id), from a recent snapshot."""
+        """Every skill, oldest first (by creation time, then id), from a recent snapshot.
+
+        After a write through this server the snapshot is retaken before anyone reads it (a
+        client sees its own upload in the next list). A snapshot that is merely old is retaken
+        by one caller while the others go on reading it, so a registry of thousands never
+        stalls every list at once."""
+        snap = self._snapshot
+        if snap is not None and snap.generation == self.generation:
+            if time.monotonic() - snap.taken <= self.refresh_s or not self._snapshot_lock.acquire(blocking=False):
+                return snap.skills
+            try:
+                return self._take_snapshot(reg).skills
+            finally:
+                self._snapshot_lock.release()
         with self._snapshot_lock:
             snap = self._snapshot
-            if snap is None or snap.generation != self.generation or time.monotonic() - snap.taken > self.refresh_s:
-                generation = self.generation
-                snap = self._snapshot = _Snapshot(reg.list_skills(), generation)
-            return snap.skills
+            if snap is not None and snap.generation == self.generation and time.monotonic() - snap.taken <= self.refresh_s:
+                return snap.skills  # another caller just took it
+            return self._take_snapshot(reg).skills
+
+    def _take_snapshot(self, reg: Registry) -> _Snapshot:
+        generation = self.generation  # read first: a write during list_skills makes the next call retake it
+        self._snapshot = _Snapshot(reg.list_skills(), generation)
+        return self._snapshot
 
     def skill(self, reg: Registry, ref: str) -> SkillRecord:
         if not (SKILL_ID_RE.match(ref) or (NAME_RE.match(ref) and len(ref) <= 64)):

@@ -7,7 +7,8 @@ its artifact), made in memory and served with the format's content types, GET an
 and 404 for anything else.
 
 The site is rebuilt when the registry changed: at once after a write through this server, and
-at most ``refresh_s`` seconds late for writes by others. A rebuild reuses every snapshot whose
+about ``refresh_s`` seconds late for writes by others (then one request rebuilds it while the
+others are answered from the previous build). A rebuild reuses every snapshot whose
 version still has the same bundle digest, so it costs one pass over the registry's records, not
 one artifact per version. Building a version's artifact reads its bundle, which the folder
 registry counts as a download (such a version can then be yanked but no longer deleted).
@@ -74,10 +75,23 @@ class SiteCache:
         self._built_at = 0.0
 
     def get(self, reg: Registry, path: str) -> Served | None:
-        """The file at ``path`` (relative to the site root, e.g. ``.well-known/agent-skills/index.json``)."""
+        """The file at ``path`` (relative to the site root, e.g. ``.well-known/agent-skills/index.json``).
+
+        After a write through this server the site is rebuilt before anyone reads it; a site
+        that is merely old is rebuilt by one caller while the others keep reading it."""
+        generation = self._generation()
+        if self._built_generation == generation:
+            fresh = time.monotonic() - self._built_at <= self.refresh_s
+            if fresh or not self._lock.acquire(blocking=False):
+                return self._served.get(path)
+            try:
+                self._rebuild(reg, generation)
+            finally:
+                self._lock.release()
+            return self._served.get(path)
         with self._lock:
             generation = self._generation()
-            if self._built_generation != generation or time.monotonic() - self._built_at > self.refresh_s:
+            if self._built_generation != generation:
                 self._rebuild(reg, generation)
             return self._served.get(path)
 
