@@ -49,7 +49,9 @@ class OpenAIShape:
     def error(self, err: ApiError, request_id: str) -> Response:
         kind = "server_error" if err.status >= 500 else _ERROR_TYPES.get(err.status, "invalid_request_error")
         body = {"error": {"message": err.message, "type": kind, "param": err.param, "code": err.code}}
-        headers = {"x-should-retry": "false"}
+        # The SDKs retry 409s and 5xx unless told otherwise; a refusal (4xx) would only meet the
+        # same answer again, while a 5xx (the registry behind the server unreachable) may pass.
+        headers = {"x-should-retry": "false"} if err.status < 500 else {}
         if err.status == 401:
             headers["www-authenticate"] = "Bearer"
         return JSONResponse(body, status_code=err.status, headers=headers)
