@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import importlib.util
 import json
-import os
 import random
 import shutil
 import signal

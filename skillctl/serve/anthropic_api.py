@@ -35,16 +35,16 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 
 from skillctl.errors import NotFoundError
 from skillctl.protocols import Registry
 from skillctl.registry.records import SkillRecord, VersionRecord
 from skillctl.serve.context import ServeContext
 from skillctl.serve.errors import ApiError, bad_request
-from skillctl.serve.http import endpoint, int_param, not_routed, read_json, read_upload
+from skillctl.serve.http import int_param, only_fields, read_upload
 from skillctl.serve.keys import ADMIN, PUBLISH, READ
-from skillctl.serve.openai_api import zip_response
+from skillctl.serve.routes import ShapeRoutes
 from skillctl.serve.service import page_after, version_id
 
 PREFIX = "/anthropic/v1"
@@ -107,9 +107,7 @@ def _updated(versions: list[VersionRecord], skill: SkillRecord) -> int:
 
 
 def _check_display_name(fields: dict[str, str]) -> None:
-    extra = sorted(set(fields) - {"display_name"})
-    if extra:
-        raise bad_request(f"unexpected form field(s): {', '.join(extra)}")
+    only_fields(fields, "display_name")
     name = fields.get("display_name")
     if name is not None and (len(name) > 255 or "\n" in name or "\r" in name):
         raise bad_request("display_name must be a single line of at most 255 characters")
@@ -120,8 +118,8 @@ def _page(data: list[dict[str, Any]], has_more: bool) -> JSONResponse:
 
 
 def routes(ctx: ServeContext) -> list[BaseRoute]:
-    shape = AnthropicShape()
-    svc, run = ctx.service, ctx.workers.run
+    common = ShapeRoutes(ctx, AnthropicShape(), PREFIX, version_object)
+    svc, run, at = ctx.service, ctx.workers.run, common.at
 
     async def full_skill(reg_ref: str) -> dict[str, Any]:
         skill, versions = await run(svc.versions, reg_ref)
@@ -169,37 +167,15 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
 
     async def create_version(request: Request) -> Response:
         upload, fields = await read_upload(request, ctx.max_request_bytes, ctx.limits.max_files)
-        if fields:
-            raise bad_request(f"unexpected form field(s): {', '.join(sorted(fields))}")
+        only_fields(fields)
         _, rec = await run(svc.publish, upload, into=request.path_params["skill_id"])
-        return JSONResponse(version_object(rec))
-
-    async def retrieve_version(request: Request) -> Response:
-        _, rec = await run(svc.version, request.path_params["skill_id"], request.path_params["version"])
         return JSONResponse(version_object(rec))
 
     async def delete_version(request: Request) -> Response:
         rec = await run(svc.remove_version, request.path_params["skill_id"], request.path_params["version"])
         return JSONResponse({"id": version_id(rec.skill_id, rec.version), "type": "skill_version_deleted"})
 
-    async def version_content(request: Request) -> Response:
-        rec, data = await run(svc.download, request.path_params["skill_id"], request.path_params["version"])
-        return zip_response(rec, data)
-
-    def yank(yanked: bool):  # type: ignore[no-untyped-def]
-        async def handler(request: Request) -> Response:
-            reason = (await read_json(request)).get("reason", "") if yanked else ""
-            if not isinstance(reason, str):
-                raise bad_request("reason must be a string")
-            rec = await run(svc.set_yanked, request.path_params["skill_id"], request.path_params["version"], yanked, reason)
-            return JSONResponse(version_object(rec))
-
-        return handler
-
-    def at(path: str, scope: str, handler, methods: list[str]) -> Route:  # type: ignore[no-untyped-def]
-        return Route(PREFIX + path, endpoint(shape, ctx.access, scope, handler), methods=methods)
-
-    skill, version = "/skills/{skill_id}", "/skills/{skill_id}/versions/{version}"
+    skill = "/skills/{skill_id}"
     return [
         at("/skills", READ, list_skills, ["GET"]),
         at("/skills", PUBLISH, create_skill, ["POST"]),
@@ -207,10 +183,5 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
         at(skill, ADMIN, delete_skill, ["DELETE"]),
         at(skill + "/versions", READ, list_versions, ["GET"]),
         at(skill + "/versions", PUBLISH, create_version, ["POST"]),
-        at(version, READ, retrieve_version, ["GET"]),
-        at(version, ADMIN, delete_version, ["DELETE"]),
-        at(version + "/content", READ, version_content, ["GET"]),
-        at(version + "/yank", ADMIN, yank(True), ["POST"]),
-        at(version + "/unyank", ADMIN, yank(False), ["POST"]),
-        Route(PREFIX + "/{rest:path}", not_routed(shape), methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]),
+        *common.version_routes(delete_version),
     ]

@@ -174,6 +174,13 @@ async def read_json(request: Request) -> dict[str, Any]:
     return doc
 
 
+def only_fields(fields: dict[str, str], *allowed: str) -> None:
+    """Refuse form fields the endpoint does not take (a typo must not pass for an option)."""
+    extra = sorted(set(fields) - set(allowed))
+    if extra:
+        raise bad_request(f"unexpected form field(s): {', '.join(extra)}", param=extra[0])
+
+
 def form_flag(fields: dict[str, str], name: str) -> bool | None:
     """A boolean form field as the SDKs encode it ("true"/"false"); None when absent."""
     value = fields.get(name)

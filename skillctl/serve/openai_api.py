@@ -30,13 +30,14 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 
 from skillctl.registry.records import SkillRecord, VersionRecord
 from skillctl.serve.context import ServeContext
 from skillctl.serve.errors import ApiError, bad_request
-from skillctl.serve.http import endpoint, form_flag, int_param, not_routed, read_json, read_upload
+from skillctl.serve.http import form_flag, int_param, only_fields, read_json, read_upload
 from skillctl.serve.keys import ADMIN, PUBLISH, READ
+from skillctl.serve.routes import ShapeRoutes, zip_response
 from skillctl.serve.service import page_after, version_id
 
 PREFIX = "/openai/v1"
@@ -99,15 +100,9 @@ def _order(request: Request) -> str:
     return order
 
 
-def zip_response(rec: VersionRecord, data: bytes) -> Response:
-    return Response(data, media_type="application/zip", headers={
-        "content-disposition": f'attachment; filename="{rec.name}-{rec.version}.zip"',
-    })
-
-
 def routes(ctx: ServeContext) -> list[BaseRoute]:
-    shape = OpenAIShape()
-    svc, run = ctx.service, ctx.workers.run
+    common = ShapeRoutes(ctx, OpenAIShape(), PREFIX, version_object)
+    svc, run, at = ctx.service, ctx.workers.run, common.at
 
     async def list_skills(request: Request) -> Response:
         limit = int_param(request, "limit", 20, 1, 100)
@@ -119,7 +114,7 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
 
     async def create_skill(request: Request) -> Response:
         upload, fields = await read_upload(request, ctx.max_request_bytes, ctx.limits.max_files)
-        _no_other_fields(fields, ())
+        only_fields(fields)
         skill, _ = await run(svc.publish, upload, into=None)
         return JSONResponse(skill_object(skill))
 
@@ -152,12 +147,8 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
 
     async def create_version(request: Request) -> Response:
         upload, fields = await read_upload(request, ctx.max_request_bytes, ctx.limits.max_files)
-        _no_other_fields(fields, ("default",))
+        only_fields(fields, "default")
         _, rec = await run(svc.publish, upload, into=request.path_params["skill_id"], default=form_flag(fields, "default"))
-        return JSONResponse(version_object(rec))
-
-    async def retrieve_version(request: Request) -> Response:
-        _, rec = await run(svc.version, request.path_params["skill_id"], request.path_params["version"])
         return JSONResponse(version_object(rec))
 
     async def delete_version(request: Request) -> Response:
@@ -165,24 +156,7 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
         return JSONResponse({"id": version_id(rec.skill_id, rec.version), "object": "skill.version.deleted", "deleted": True,
                              "version": rec.version})
 
-    async def version_content(request: Request) -> Response:
-        rec, data = await run(svc.download, request.path_params["skill_id"], request.path_params["version"])
-        return zip_response(rec, data)
-
-    def yank(yanked: bool):  # type: ignore[no-untyped-def]
-        async def handler(request: Request) -> Response:
-            reason = (await read_json(request)).get("reason", "") if yanked else ""
-            if not isinstance(reason, str):
-                raise bad_request("reason must be a string", param="reason")
-            rec = await run(svc.set_yanked, request.path_params["skill_id"], request.path_params["version"], yanked, reason)
-            return JSONResponse(version_object(rec))
-
-        return handler
-
-    def at(path: str, scope: str, handler, methods: list[str]) -> Route:  # type: ignore[no-untyped-def]
-        return Route(PREFIX + path, endpoint(shape, ctx.access, scope, handler), methods=methods)
-
-    skill, version = "/skills/{skill_id}", "/skills/{skill_id}/versions/{version}"
+    skill = "/skills/{skill_id}"
     return [
         at("/skills", READ, list_skills, ["GET"]),
         at("/skills", PUBLISH, create_skill, ["POST"]),
@@ -192,16 +166,5 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
         at(skill + "/content", READ, skill_content, ["GET"]),
         at(skill + "/versions", READ, list_versions, ["GET"]),
         at(skill + "/versions", PUBLISH, create_version, ["POST"]),
-        at(version, READ, retrieve_version, ["GET"]),
-        at(version, ADMIN, delete_version, ["DELETE"]),
-        at(version + "/content", READ, version_content, ["GET"]),
-        at(version + "/yank", ADMIN, yank(True), ["POST"]),
-        at(version + "/unyank", ADMIN, yank(False), ["POST"]),
-        Route(PREFIX + "/{rest:path}", not_routed(shape), methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]),
+        *common.version_routes(delete_version),
     ]
-
-
-def _no_other_fields(fields: dict[str, str], allowed: tuple[str, ...]) -> None:
-    extra = sorted(set(fields) - set(allowed))
-    if extra:
-        raise bad_request(f"unexpected form field(s): {', '.join(extra)}", param=extra[0])

@@ -47,6 +47,12 @@ def keys(tmp_path: Path) -> Keys:
 
 
 @pytest.fixture
+def src(tmp_path: Path) -> Path:
+    """Where tests write skill folders."""
+    return tmp_path / "src"
+
+
+@pytest.fixture
 def start_server(tmp_path: Path, keys: Keys) -> Iterator[Callable[..., object]]:
     """``start_server(registry_url=None, *, listen=None, **settings)``: a started SkillServer
     (stopped at the end of the test); by default over a fresh folder registry with ``keys``."""

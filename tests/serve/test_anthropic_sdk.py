@@ -22,11 +22,6 @@ def admin(server, keys) -> anthropic.Anthropic:
     return anthropic_client(server, keys.admin)
 
 
-@pytest.fixture
-def src(tmp_path: Path) -> Path:
-    return tmp_path / "src"
-
-
 def test_create_with_files_from_dir_and_display_name(admin: anthropic.Anthropic, src: Path) -> None:
     folder = skill_dir(src, files={"scripts/run.py": ("#!/usr/bin/env python3\nprint(1)\n", 0o755)})
     before = datetime.now(timezone.utc).replace(microsecond=0)

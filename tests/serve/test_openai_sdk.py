@@ -22,11 +22,6 @@ def admin(server, keys) -> openai.OpenAI:
     return openai_client(server, keys.admin)
 
 
-@pytest.fixture
-def src(tmp_path: Path) -> Path:
-    return tmp_path / "src"
-
-
 # ------------------------------------------------------------------------------ creating and reading
 
 
