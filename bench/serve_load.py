@@ -155,7 +155,8 @@ def main() -> int:
         print(f"publishing {args.skills} skills…", file=sys.stderr)
         _site_bench().make_registry(root, args.skills).close()
         key, _ = add_key(root / "keys.json", "bench", frozenset({"read"}))
-        skillctl = shutil.which("skillctl") or str(Path(sys.executable).parent / "skillctl")
+        own = Path(sys.executable).parent / "skillctl"  # this interpreter's (the venv's), else the one on PATH
+        skillctl = str(own) if own.exists() else shutil.which("skillctl") or "skillctl"
         proc = subprocess.Popen(
             [skillctl, "serve", "--registry", str(root / "registry"), "--keys", str(root / "keys.json"), "--port", "0",
              "--threads", str(args.threads), "--no-access-log"],

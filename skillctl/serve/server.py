@@ -157,6 +157,7 @@ class SkillServer:
         deadline = time.monotonic() + 60
         while not self.server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
                 raise RuntimeError("the server did not start; see the log")
             time.sleep(0.01)
         return self

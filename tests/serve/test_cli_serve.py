@@ -25,7 +25,8 @@ from wellknown.server import make_test_ca
 
 from .helpers import Keys, openai_client, skill_dir, skill_files
 
-SKILLCTL = shutil.which("skillctl") or str(Path(sys.executable).parent / "skillctl")
+_OWN = Path(sys.executable).parent / "skillctl"  # this interpreter's (the venv's), else the one on PATH
+SKILLCTL = str(_OWN) if _OWN.exists() else shutil.which("skillctl") or "skillctl"
 DEADLINE_S = 120
 
 
