@@ -42,7 +42,7 @@ from skillctl.protocols import Registry
 from skillctl.registry.records import SkillRecord, VersionRecord
 from skillctl.serve.context import ServeContext
 from skillctl.serve.errors import ApiError, bad_request
-from skillctl.serve.http import int_param, only_fields, read_upload
+from skillctl.serve.http import int_param, only_fields
 from skillctl.serve.keys import ADMIN, PUBLISH, READ
 from skillctl.serve.routes import ShapeRoutes
 from skillctl.serve.service import page_after, version_id
@@ -106,11 +106,14 @@ def _updated(versions: list[VersionRecord], skill: SkillRecord) -> int:
     return max((r.created_at for r in versions), default=skill.created_at)
 
 
-def _check_display_name(fields: dict[str, str]) -> None:
+def _create_options(fields: dict[str, str]) -> dict[str, Any]:
+    """``display_name`` is checked as the API defines it, and not stored (see the module docstring)."""
     only_fields(fields, "display_name")
     name = fields.get("display_name")
     if name is not None and (len(name) > 255 or "\n" in name or "\r" in name):
         raise bad_request("display_name must be a single line of at most 255 characters")
+    return {}
+
 
 
 def _page(data: list[dict[str, Any]], has_more: bool) -> JSONResponse:
@@ -146,9 +149,7 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
         return _page([skill_object(s, t) for s, t in zip(page.items, updated)], page.has_more)
 
     async def create_skill(request: Request) -> Response:
-        upload, fields = await read_upload(request, ctx.max_request_bytes, ctx.limits.max_files)
-        _check_display_name(fields)
-        skill, rec = await run(svc.publish, upload, into=None)
+        skill, rec = await common.publish(request, None, _create_options)
         return JSONResponse(skill_object(skill, rec.created_at))
 
     async def retrieve_skill(request: Request) -> Response:
@@ -166,9 +167,7 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
         return _page([version_object(r) for r in page.items], page.has_more)
 
     async def create_version(request: Request) -> Response:
-        upload, fields = await read_upload(request, ctx.max_request_bytes, ctx.limits.max_files)
-        only_fields(fields)
-        _, rec = await run(svc.publish, upload, into=request.path_params["skill_id"])
+        _, rec = await common.publish(request, request.path_params["skill_id"])
         return JSONResponse(version_object(rec))
 
     async def delete_version(request: Request) -> Response:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -68,6 +69,9 @@ def build(settings: ServeSettings) -> tuple[Starlette, RegistryWorkers]:
         site=site.SiteCache(lambda: service.generation, settings.refresh_s),
         limits=settings.limits,
         max_request_bytes=settings.max_request_bytes,
+        # One upload per worker thread in memory at a time: each may hold the body, its files
+        # and the packed bundle (about three times --max-request-bytes).
+        upload_slots=asyncio.Semaphore(settings.threads),
     )
     routes = [*openai_api.routes(ctx), *anthropic_api.routes(ctx), *site.routes(ctx)]
     middleware = [Middleware(AccessLog)] if settings.access_log else []

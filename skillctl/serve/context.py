@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from skillctl.bundle import BundleLimits
@@ -19,3 +20,4 @@ class ServeContext:
     site: SiteCache
     limits: BundleLimits
     max_request_bytes: int
+    upload_slots: asyncio.Semaphore  # uploads held in memory at once

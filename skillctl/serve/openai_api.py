@@ -35,7 +35,7 @@ from starlette.routing import BaseRoute
 from skillctl.registry.records import SkillRecord, VersionRecord
 from skillctl.serve.context import ServeContext
 from skillctl.serve.errors import ApiError, bad_request
-from skillctl.serve.http import form_flag, int_param, only_fields, read_json, read_upload
+from skillctl.serve.http import form_flag, int_param, only_fields, read_json
 from skillctl.serve.keys import ADMIN, PUBLISH, READ
 from skillctl.serve.routes import ShapeRoutes, zip_response
 from skillctl.serve.service import page_after, version_id
@@ -113,9 +113,7 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
         return _list([skill_object(s) for s in page.items], page.has_more)
 
     async def create_skill(request: Request) -> Response:
-        upload, fields = await read_upload(request, ctx.max_request_bytes, ctx.limits.max_files)
-        only_fields(fields)
-        skill, _ = await run(svc.publish, upload, into=None)
+        skill, _ = await common.publish(request, None)
         return JSONResponse(skill_object(skill))
 
     async def retrieve_skill(request: Request) -> Response:
@@ -146,9 +144,11 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
         return _list([version_object(r) for r in page.items], page.has_more)
 
     async def create_version(request: Request) -> Response:
-        upload, fields = await read_upload(request, ctx.max_request_bytes, ctx.limits.max_files)
-        only_fields(fields, "default")
-        _, rec = await run(svc.publish, upload, into=request.path_params["skill_id"], default=form_flag(fields, "default"))
+        def options(fields: dict[str, str]) -> dict[str, Any]:
+            only_fields(fields, "default")
+            return {"default": form_flag(fields, "default")}
+
+        _, rec = await common.publish(request, request.path_params["skill_id"], options)
         return JSONResponse(version_object(rec))
 
     async def delete_version(request: Request) -> Response:

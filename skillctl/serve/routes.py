@@ -9,10 +9,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from skillctl.registry.records import VersionRecord
+from skillctl.registry.records import SkillRecord, VersionRecord
 from skillctl.serve.context import ServeContext
 from skillctl.serve.errors import bad_request
-from skillctl.serve.http import Handler, Shape, endpoint, not_routed, read_json
+from skillctl.serve.http import Handler, Shape, endpoint, not_routed, only_fields, read_json, read_upload
 from skillctl.serve.keys import ADMIN, READ
 
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
@@ -22,6 +22,12 @@ def zip_response(rec: VersionRecord, data: bytes) -> Response:
     return Response(data, media_type="application/zip", headers={
         "content-disposition": f'attachment; filename="{rec.name}-{rec.version}.zip"',
     })
+
+
+def no_fields(fields: dict[str, str]) -> dict[str, Any]:
+    """An upload whose form holds nothing but files."""
+    only_fields(fields)
+    return {}
 
 
 class ShapeRoutes:
@@ -48,6 +54,17 @@ class ShapeRoutes:
             self.at(version + "/unyank", ADMIN, self.yank(False), ["POST"]),
             Route(self.prefix + "/{rest:path}", not_routed(self.shape), methods=ALL_METHODS),
         ]
+
+    async def publish(
+        self, request: Request, into: str | None, options: Callable[[dict[str, str]], dict[str, Any]] = no_fields
+    ) -> tuple[SkillRecord, VersionRecord]:
+        """Read an upload and publish it (as a new skill when ``into`` is None). ``options``
+        checks the form's other fields and turns them into ``SkillService.publish`` options.
+        At most ``upload_slots`` uploads are held in memory at once; the others wait, their
+        bodies unread."""
+        async with self.ctx.upload_slots:
+            upload, fields = await read_upload(request, self.ctx.max_request_bytes, self.ctx.limits.max_files)
+            return await self.ctx.workers.run(self.ctx.service.publish, upload, into=into, **options(fields))
 
     async def retrieve_version(self, request: Request) -> Response:
         svc = self.ctx.service
