@@ -115,7 +115,6 @@ def _create_options(fields: dict[str, str]) -> dict[str, Any]:
     return {}
 
 
-
 def _page(data: list[dict[str, Any]], has_more: bool) -> JSONResponse:
     return JSONResponse({"data": data, "has_more": has_more, "next_page": data[-1]["id"] if has_more and data else None})
 
