@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up everything skillctl needs on a fresh Debian machine (run as root; no input needed):
-# Debian packages, a project virtual environment (.venv) holding this package with its test
+# Debian packages, a project virtual environment (.venv) holding this package with its test and serve
 # extras, a running Docker Engine, and the agent image (built offline with debootstrap; skipped
 # when the recipe's image already exists). Idempotent: a second run only checks.
 #
@@ -55,10 +55,11 @@ PY="$VENV/bin/python"
 # 'egress' extra. On 3.11 the newest mitmproxy (11.0.2) pins h11<=0.14 while the openai SDK's
 # HTTP stack needs h11>=0.16 (pip: ResolutionImpossible), so it gets an environment of its own
 # beside the project's, where skillctl looks for it (skillctl/egress/launch.py).
-# ray: the tests run a real two-node Ray cluster on this machine (skillctl[ray], a cp311 wheel).
-EXTRAS=test,ray
-if "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then EXTRAS=test,ray,egress; fi
-if ! "$PY" -c 'import skillctl, pytest, hypothesis, pre_commit, ray' >/dev/null 2>&1 \
+# ray: the tests run a real two-node Ray cluster on this machine (skillctl[ray], a cp311 wheel);
+# serve: the web stack of `skillctl serve`, tested with the vendors' SDKs.
+EXTRAS=test,ray,serve
+if "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then EXTRAS=$EXTRAS,egress; fi
+if ! "$PY" -c 'import skillctl, pytest, hypothesis, pre_commit, ray, starlette, uvicorn, anthropic' >/dev/null 2>&1 \
    || [ "$("$PY" -c 'import skillctl, pathlib; print(pathlib.Path(skillctl.__file__).resolve().parent.parent)')" != "$(pwd -P)" ] \
    || [ pyproject.toml -nt "$VENV/.skillctl-installed" ]; then
     log "installing skillctl (editable) with its $EXTRAS extras into $VENV"

@@ -13,6 +13,10 @@ every bundle as hostile until each member has passed the rules in ``paths``, ``m
     read_artifact(data, type, n)   → BundleContents of a bundle, a well-known archive (.tar.gz
                                      or .zip, files at the root) or a lone SKILL.md
     archive_tar_gz(contents)       → the reproducible well-known .tar.gz (files at the root)
+    read_zip_bundle(data)          → BundleContents of a zip with one top folder (the skills
+                                     APIs' upload), under the same rules
+    read_file_parts(parts, exe)    → BundleContents of (path, bytes) pairs (a multipart upload)
+    zip_bundle(contents)           → the canonical zip with one top folder (an API download)
 """
 
 from skillctl.bundle.archive import ARCHIVE, ARTIFACT_TYPES, BUNDLE, SKILL_MD, archive_tar_gz, read_artifact
@@ -23,6 +27,7 @@ from skillctl.bundle.extract import extract_bundle, write_contents
 from skillctl.bundle.limits import BundleLimits
 from skillctl.bundle.pack import BUNDLE_SUFFIX, PackedBundle, bundle_filename, pack, repack, write_bundle
 from skillctl.bundle.read import BundleContents, BundleRejected, read_bundle, read_bundle_file
+from skillctl.bundle.upload import read_file_parts, read_zip_bundle, zip_bundle
 
 __all__ = [
     "ARCHIVE",
@@ -45,8 +50,11 @@ __all__ = [
     "pack",
     "read_bundle",
     "read_bundle_file",
+    "read_file_parts",
+    "read_zip_bundle",
     "repack",
     "sha256_digest",
     "write_bundle",
     "write_contents",
+    "zip_bundle",
 ]

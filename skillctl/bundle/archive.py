@@ -24,6 +24,7 @@ with only the commit id as comment), ``zip -r`` (explicit folder entries).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from types import MappingProxyType
 
 from skillctl.bundle.canonical import DEFAULT_MTIME, Entry, TarGz, canonical_tar, gzip_bytes, sorted_entries
@@ -98,7 +99,11 @@ class _Tally(MemberTally):
         return self.top
 
 
-def _scan_zip(data: bytes, limits: BundleLimits, tally: MemberTally, label: str, path_of: _RootlessPaths) -> Scanned:
+def scan_zip(
+    data: bytes, limits: BundleLimits, tally: MemberTally, label: str, path_of: Callable[[str, bool], str | None]
+) -> Scanned:
+    """A .zip through the member rules, as ``scan_tar_gz`` does for a .tar.gz (``path_of`` maps
+    an archive path to the member path the tally checks). Raises BundleRejected naming ``label``."""
     scanner = ZipScanner(data, limits)
     scan = Scanned(tally, len(data))
     try:
@@ -122,7 +127,7 @@ def read_archive(data: bytes, name: str, *, limits: BundleLimits = BundleLimits(
     if data[:2] == GZIP_MAGIC:
         scan = scan_tar_gz(data, limits, tally, label, path_of=path_of, allow_global_comment=True, noun=NOUN)
     elif data[:4] == ZIP_MAGIC:
-        scan = _scan_zip(data, limits, tally, label, path_of)
+        scan = scan_zip(data, limits, tally, label, path_of)
     else:
         raise BundleRejected(label, Refused(None, "neither gzip nor zip data", RULE_FORMAT), 0, noun=NOUN)
     return scan.contents(digest)

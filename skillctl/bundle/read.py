@@ -38,8 +38,9 @@ _FOREIGN_HINT = "do not use this archive; ask its publisher to rebuild it"
 
 class BundleRejected(BundleError):
     """A bundle broke a reading rule. A BundleError like any other; the fields are for callers
-    and tests that need more than the message: ``member`` (None for archive-wide rules), ``rule``
-    and ``inflated_bytes`` (decompressed bytes read when the reader stopped)."""
+    and tests that need more than the message: ``member`` (None for archive-wide rules), ``rule``,
+    ``refused`` (the whole refusal, for callers that word their own advice) and
+    ``inflated_bytes`` (decompressed bytes read when the reader stopped)."""
 
     def __init__(self, source: str, refused: Refused, inflated_bytes: int, *, noun: str = "bundle") -> None:
         hint = _HINTS.get(refused.rule, _DEFAULT_HINT if noun == "bundle" else _FOREIGN_HINT)
@@ -47,6 +48,7 @@ class BundleRejected(BundleError):
         self.source = source
         self.member = refused.member
         self.rule = refused.rule
+        self.refused = refused
         self.inflated_bytes = inflated_bytes
 
 

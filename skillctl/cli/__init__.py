@@ -50,6 +50,7 @@ COMMANDS: dict[str, str] = {
     "verify": "trust:verify_cmd",
     "eval": "eval:eval_cmd",
     "batch": "batch:batch_cmd",
+    "serve": "serve:serve_group",
 }
 
 
@@ -76,6 +77,7 @@ SUMMARIES: dict[str, str] = {
     "registry": "Maintain a registry (verify integrity, collect garbage, rebuild a lost index).",
     "remove": "Delete NAME@VERSION — only if it was never fetched or locked.",
     "run": "Run an agent on TASK with the given skills loaded into a sandbox.",
+    "serve": "Serve a registry as the OpenAI and Anthropic skills APIs and as a well-known site.",
     "show": "Show a skill and the version REF resolves to (NAME, NAME@RANGE, skill_ID[@VERSION]).",
     "sign": "Sign a published NAME@VERSION and attach the signature in the registry.",
     "site": "Publish skills where any web server or CDN can serve them (/.well-known/agent-skills/).",

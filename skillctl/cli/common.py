@@ -107,7 +107,10 @@ def registry_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return _registry_url_option(registry_access_options(f))
 
 
-def open_registry_for_cli(url: str | None, **options: Any) -> Registry:
+def registry_opener(url: str | None, **options: Any) -> Callable[[], Registry]:
+    """A function that opens the registry ``url`` with this command's access options (from
+    --insecure, --username, --password-stdin), callable later and from any thread: for
+    commands that need a client per thread (``serve``)."""
     from skillctl.registry import open_registry
 
     ctx = click.get_current_context(silent=True)
@@ -115,7 +118,11 @@ def open_registry_for_cli(url: str | None, **options: Any) -> Registry:
     for key in ("insecure", "username", "password"):
         if access.get(key):
             options.setdefault(key, access[key])
+    return lambda: open_registry(url, **options)
+
+
+def open_registry_for_cli(url: str | None, **options: Any) -> Registry:
     try:
-        return open_registry(url, **options)
+        return registry_opener(url, **options)()
     except SkillctlError as exc:
         raise click.ClickException(str(exc)) from exc
