@@ -80,7 +80,14 @@ def resolve_environment(
     client: Any = None,
     progress: Progress | None = None,
 ) -> Environment:
-    python = resolve(decl, target, index=index, allow_sdist=allow_sdist, refresh=refresh, progress=progress)
+    builder = None
+    if allow_sdist:
+        from skillctl.env.resolve import index_url
+        from skillctl.env.sdist import SdistBuilder
+
+        builder = SdistBuilder(client, base_image, target, index_url(index), progress=progress)
+    python = resolve(decl, target, index=index, allow_sdist=allow_sdist, builder=builder, refresh=refresh,
+                     progress=progress)
     debian: tuple[Any, ...] = ()
     if decl.debian:
         from skillctl.env.debian import resolve_debian
@@ -108,18 +115,21 @@ def build_environment(env: Environment, client: Any, base_image: str, *, progres
     if tag is not None:
         say(f"environment image {tag} is up to date")
         return tag
-    if env.python.sdists:
-        from skillctl.env.sdist import build_sdists
-
-        wheels_files = build_sdists(env.python, client, base_image, progress=progress)
-    else:
-        wheels_files = list(env.python.wheels)
-    wanted = [Wanted(f.filename, f.url, f.sha256, f.size) for f in wheels_files] + [
+    wanted = [Wanted(f.filename, f.url, f.sha256, f.size) for f in env.python.wheels] + [
         Wanted(d.filename, d.url, d.sha256, d.size) for d in env.debian
     ]
     paths = ensure_files(wanted, progress=progress)
-    wheels = [EnvFile(p, f.sha256, f.pin) for p, f in zip(paths, wheels_files)]
-    debs = [EnvFile(p, d.sha256, d.pin) for p, d in zip(paths[len(wheels_files):], env.debian)]
+    wheels = [EnvFile(p, f.sha256, f.pin) for p, f in zip(paths, env.python.wheels)]
+    debs = [EnvFile(p, d.sha256, d.pin) for p, d in zip(paths[len(wheels):], env.debian)]
+    if env.python.sdists:
+        # A lock made with --allow-sdist pins the sdists; their wheels are built (or were built)
+        # here, in containers, from those hash-checked files.
+        from skillctl.env.sdist import SdistBuilder
+
+        builder = SdistBuilder(client, base_image, env.target, env.python.index_url, progress=progress)
+        for sdist in env.python.sdists:
+            path, sha = builder.wheel_for(sdist)
+            wheels.append(EnvFile(path, sha, sdist.pin))
     return build_env_image(client, base, digest, wheels, debs, uv_bin=uv, progress=progress, force=force)
 
 

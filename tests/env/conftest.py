@@ -33,8 +33,9 @@ def real_skill(owner_repo: str, name: str) -> Path:
 
 @pytest.fixture(scope="session")
 def wheels_dir() -> Path:
-    if not any(WHEELS.glob("numpy-*.whl")):
-        message = f"no test wheels in {WHEELS}: run scripts/setup.sh (it downloads them once)"
+    # setuptools: the build backend of the source distributions the --allow-sdist tests make.
+    if not any(WHEELS.glob("numpy-*.whl")) or not any(WHEELS.glob("setuptools-*.whl")):
+        message = f"no test wheels (or an older set) in {WHEELS}: run scripts/setup.sh (it downloads them once)"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
@@ -67,3 +68,16 @@ def copy_skill(src: Path, dest_root: Path) -> Path:
     dest = dest_root / src.name
     shutil.copytree(src, dest)
     return dest
+
+
+@pytest.fixture
+def project(tmp_path, index, shared_cache, agent_image):
+    """A registry folder and a CLI environment that resolves from the loopback index."""
+    env = {
+        "SKILLCTL_REGISTRY": str(tmp_path / "reg"),
+        "SKILLCTL_CACHE_DIR": str(shared_cache),
+        "SKILLCTL_INDEX_URL": index.url,
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "OPENAI_BASE_URL": "", "OPENAI_API_KEY": "", "SKILLCTL_MODEL": "",
+    }
+    return env

@@ -5,66 +5,13 @@ environment's hash, so later sessions reuse them."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-import yaml
-from click.testing import CliRunner
-
-from skillctl.cli import cli
 
 from .conftest import copy_skill, real_skill
+from .runs import invoke, make_skill, publish, run_outputs, scripted
 
 pytestmark = [pytest.mark.requires_docker, pytest.mark.slow]
-
-
-@pytest.fixture
-def project(tmp_path, index, shared_cache, agent_image):
-    """A registry folder and a CLI environment that resolves from the loopback index."""
-    env = {
-        "SKILLCTL_REGISTRY": str(tmp_path / "reg"),
-        "SKILLCTL_CACHE_DIR": str(shared_cache),
-        "SKILLCTL_INDEX_URL": index.url,
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "OPENAI_BASE_URL": "", "OPENAI_API_KEY": "", "SKILLCTL_MODEL": "",
-    }
-    return env
-
-
-def invoke(env, *args):
-    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
-
-
-def publish(env, folder: Path, *extra: str):
-    result = invoke(env, "publish", str(folder), *extra)
-    assert result.exit_code == 0, result.output
-
-
-def make_skill(root: Path, name: str, script: str, extra: dict[str, str] | None = None) -> Path:
-    skill = root / name
-    (skill / "scripts").mkdir(parents=True)
-    (skill / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Test skill {name}.\nmetadata:\n  version: \"1.0.0\"\n---\nRun scripts/run.py.\n")
-    (skill / "scripts" / "run.py").write_text(script)
-    (skill / "scripts" / "run.py").chmod(0o755)
-    for rel, text in (extra or {}).items():
-        (skill / rel).write_text(text)
-    return skill
-
-
-def scripted(tmp_path: Path, commands: list[str]) -> str:
-    path = tmp_path / "model.yaml"
-    path.write_text(yaml.safe_dump({"steps": [{"shell": commands}, {"answer": "done"}]}), "utf-8")
-    return f"script:{path}"
-
-
-def run_outputs(env, tmp_path, *args, commands):
-    transcript = tmp_path / "t.jsonl"
-    result = invoke(env, "run", *args, "--model", scripted(tmp_path, commands), "--transcript", str(transcript),
-                    "--format", "json", "task")
-    assert result.exit_code == 0, result.output
-    records = [json.loads(line) for line in transcript.read_text().splitlines()]
-    outputs = [o["stdout"] + o["stderr"] for r in records for o in (r.get("details") or {}).get("output", [])]
-    return result, "\n".join(outputs)
 
 
 def test_pep723_skill_imports_numpy_and_yaml_in_the_container_network_off(project, tmp_path):
