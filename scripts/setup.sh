@@ -33,6 +33,10 @@ command -v htpasswd >/dev/null 2>&1 || need_apt+=(apache2-utils)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 # Well-known site tests read archives made by other tools (Info-ZIP's zip, git archive, tar)
 command -v zip >/dev/null 2>&1 || need_apt+=(zip)
+# Environment tests resolve Debian packages against a signed loopback apt repository they build:
+# apt-ftparchive indexes it, gpg signs it with a throwaway key (dpkg-deb, in dpkg, makes the .debs).
+command -v apt-ftparchive >/dev/null 2>&1 || need_apt+=(apt-utils)
+{ command -v gpg && command -v gpgconf; } >/dev/null 2>&1 || need_apt+=(gnupg)
 if [ "${#need_apt[@]}" -gt 0 ]; then
     log "installing Debian packages: ${need_apt[*]}"
     export DEBIAN_FRONTEND=noninteractive

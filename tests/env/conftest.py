@@ -81,3 +81,20 @@ def project(tmp_path, index, shared_cache, agent_image):
         "OPENAI_BASE_URL": "", "OPENAI_API_KEY": "", "SKILLCTL_MODEL": "",
     }
     return env
+
+
+# Packages only these tests make (Debian packages skl-*, sdists marker*): an environment image
+# holding one was built from this session's one-off files and can never be reused.
+OWN_PACKAGES = ("skl-", "markerpkg==", "markerdep==")
+
+
+@pytest.fixture
+def own_env_images(docker_client):
+    """Remove, after the test, the environment images it built from one-off packages (and only
+    those: other images on the shared engine are left alone)."""
+    before = {i.id for i in docker_client.images.list(filters={"label": "org.skillctl.env"})}
+    yield
+    for image in docker_client.images.list(filters={"label": "org.skillctl.env"}):
+        packages = (image.labels or {}).get("org.skillctl.env.packages", "").split()
+        if image.id not in before and any(p.startswith(OWN_PACKAGES) for p in packages):
+            docker_client.images.remove(image.id, force=True)

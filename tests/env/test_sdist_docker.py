@@ -31,7 +31,7 @@ SCRIPT = (
 
 
 @pytest.fixture
-def sdist_project(project, index, tmp_path, docker_client):
+def sdist_project(project, index, tmp_path, own_env_images):
     """The loopback index also serving markerpkg (an sdist needing markerdep, an sdist needing
     six, a wheel); a cache of its own (the sdists' bytes are new in every test)."""
     marker = tmp_path / "setup-py-ran-on-the-host"
@@ -39,19 +39,12 @@ def sdist_project(project, index, tmp_path, docker_client):
     folder.mkdir()
     made = [setup_py_sdist(folder, "markerpkg", "1.0", ["markerdep>=2", "six"], marker, "from markerdep import VALUE\n"),
             setup_py_sdist(folder, "markerdep", "2.0", ["six"], marker, "VALUE = 7\n")]
-    before = {i.id for i in docker_client.images.list(filters={"label": "org.skillctl.env"})}
     index.files.update({p.name: p for p in made})
-    env = dict(project, SKILLCTL_CACHE_DIR=str(tmp_path / "cache"))
     try:
-        yield env, marker, {p.name: p for p in made}
+        yield dict(project, SKILLCTL_CACHE_DIR=str(tmp_path / "cache")), marker, {p.name: p for p in made}
     finally:
         for p in made:
             index.files.pop(p.name, None)
-        # The environment images of these one-off sdists are this test's own: remove them.
-        for image in docker_client.images.list(filters={"label": "org.skillctl.env"}):
-            labels = image.labels or {}
-            if image.id not in before and "markerpkg==1.0" in labels.get("org.skillctl.env.packages", ""):
-                docker_client.images.remove(image.id, force=True)
 
 
 def built_module(cache, sdist_name: str) -> str:
