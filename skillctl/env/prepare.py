@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,15 +55,18 @@ def digest_of(doc: Any) -> str:
     return "sha256:" + hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-def declarations_of(skills: Sequence[Any], store: Any) -> Declarations:
-    """What each skill declares, read from its verified artifact (``store.fetch`` checks the
-    digest; ``read_artifact`` checks the archive, whatever its type)."""
+def declarations_of(skills: Sequence[Any], store: Any, bundles: Mapping[str, Any] | None = None) -> Declarations:
+    """What each skill declares, read from its verified bundle: from ``bundles`` (contents a
+    run already fetched and verified, by digest) when there, else fetched now (``store.fetch``
+    checks the digest; ``read_artifact`` checks the archive, whatever its type)."""
     from skillctl.bundle import read_artifact
 
     total = Declarations()
     for skill in skills:
-        data = store.fetch(skill)
-        contents = read_artifact(data, skill.artifact_type, expected_name=skill.name, source=f"{skill.name}@{skill.version}")
+        contents = (bundles or {}).get(skill.digest)
+        if contents is None:
+            contents = read_artifact(store.fetch(skill), skill.artifact_type, expected_name=skill.name,
+                                     source=f"{skill.name}@{skill.version}")
         files = contents.files
         total = total + skill_declarations(skill.name, list(files), lambda rel: bytes(files[rel]))
     return total
@@ -161,6 +164,7 @@ def environment_image(
     index: str | None = None,
     allow_sdist: bool = False,
     client: Any = None,
+    bundles: Mapping[str, Any] | None = None,
     progress: Progress | None = None,
 ) -> str:
     """The image a run with ``skills`` should start: ``base_image`` when nothing is declared,
@@ -172,7 +176,7 @@ def environment_image(
     from skillctl.sandbox.client import docker_client
 
     say = progress or (lambda _line: None)
-    decl = declarations_of(skills, store) + (project or Declarations())
+    decl = declarations_of(skills, store, bundles) + (project or Declarations())
     if locked is None and decl.empty:
         return base_image
     client = client or docker_client()
@@ -252,9 +256,12 @@ def locked_environment(lock: Any, lock_path: Any, *, progress: Progress | None =
 
 
 def run_image(skills: Sequence[Any], store: Any, base_image: str, *, lock_path: Any = None, index: str | None = None,
-              allow_sdist: bool = False, progress: Progress | None = None) -> str:
+              allow_sdist: bool = False, bundles: Mapping[str, Any] | None = None,
+              progress: Progress | None = None) -> str:
     """The image ``skillctl run`` starts for ``skills``: with a lock, exactly its environment;
-    otherwise what the skills declare (resolved and built on first use, cached after)."""
+    otherwise what the skills declare (resolved and built on first use, cached after).
+    ``bundles``: the skills' contents the run already verified (``runtime.loader.fetch_bundles``),
+    by digest, so no bundle is fetched twice."""
     locked = None
     if lock_path is not None:
         from skillctl.registry.lockfile import read_lock
@@ -263,4 +270,4 @@ def run_image(skills: Sequence[Any], store: Any, base_image: str, *, lock_path: 
     if not skills and locked is None:
         return base_image
     return environment_image(skills, store, base_image=base_image, locked=locked, index=index,
-                             allow_sdist=allow_sdist, progress=progress)
+                             allow_sdist=allow_sdist, bundles=bundles, progress=progress)

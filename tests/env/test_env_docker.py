@@ -101,3 +101,36 @@ def test_real_excel_skill_converts_a_workbook_offline_with_pandas(project, tmp_p
     _, outputs = run_outputs(project, tmp_path, "--skill", "convert-excel-to-md", commands=[f"{make_book} && {convert} && {check}"])
     assert "## Sales" in outputs and "north" in outputs and "| 30" in outputs, outputs[:2000]
     assert "pandas " in outputs
+
+
+class CountingRegistry:
+    """The real registry, counting how often each bundle is fetched."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.fetched: dict[str, int] = {}
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def fetch(self, skill):
+        self.fetched[skill.name] = self.fetched.get(skill.name, 0) + 1
+        return self.inner.fetch(skill)
+
+
+def test_a_run_fetches_each_bundle_once_for_its_environment_and_its_loader(project, tmp_path, monkeypatch):
+    from skillctl.registry import open_registry
+    from skillctl.runtime import RunSpec, run
+
+    publish(project, make_skill(tmp_path, "needs-six", "#!/usr/bin/env python3\nimport six\nprint('six', six.__version__)\n",
+                                {"scripts/requirements.txt": "six==1.16.0\n"}))
+    publish(project, make_skill(tmp_path, "plain", "#!/usr/bin/env python3\nprint('plain')\n"))
+    for name, value in project.items():
+        monkeypatch.setenv(name, value)
+    with open_registry(project["SKILLCTL_REGISTRY"]) as registry:
+        counting = CountingRegistry(registry)
+        result = run(RunSpec(task="task", model=scripted(tmp_path, ["python3 /skills/needs-six/scripts/run.py"]),
+                             skills=["needs-six", "plain"], registry=counting, transcript=tmp_path / "t.jsonl"))
+    assert result.outcome == "answered", result.message
+    assert counting.fetched == {"needs-six": 1, "plain": 1}
+    assert "six 1.16.0" in (tmp_path / "t.jsonl").read_text()
