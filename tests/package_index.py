@@ -4,7 +4,8 @@ The environment tests resolve and download through it exactly as from PyPI — p
 ``#sha256=`` fragments, files over HTTP — without leaving the machine. ``files`` maps a file name
 to the path served for it; a test may point one name at other bytes to play a tampered index
 (the page then publishes the new hash, as a compromised index would). ``attributes`` adds PEP
-503 link attributes to a file's link (``data-requires-python``, ``data-yanked``).
+503 link attributes to a file's link (``data-requires-python``, ``data-yanked``); a name in
+``unhashed`` is listed without its ``#sha256=``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class PackageIndex:
                     self.files[path.name] = path
         self.requests: list[str] = []
         self.attributes: dict[str, dict[str, str]] = {}
+        self.unhashed: set[str] = set()
         index = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -57,7 +59,8 @@ class PackageIndex:
                         if project_of(name) == wanted:
                             digest = hashlib.sha256(path.read_bytes()).hexdigest()
                             extra = "".join(f' {k}="{html.escape(v)}"' for k, v in index.attributes.get(name, {}).items())
-                            links += (f'<a href="/files/{html.escape(name)}#sha256={digest}"{extra}>'
+                            fragment = "" if name in index.unhashed else f"#sha256={digest}"
+                            links += (f'<a href="/files/{html.escape(name)}{fragment}"{extra}>'
                                       f'{html.escape(name)}</a>\n')
                     if not links:
                         return self._send(404, "not found", "text/plain")

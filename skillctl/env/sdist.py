@@ -32,6 +32,7 @@ import re
 import shlex
 import shutil
 import tarfile
+import tempfile
 import tomllib
 import zipfile
 from collections.abc import Callable, Sequence
@@ -144,13 +145,21 @@ class SdistBuilder:
             return hit
         (path,) = ensure_files([Wanted(sdist.filename, sdist.url, sdist.sha256, sdist.size)], progress=self.say)
         name, data = self._build(sdist, path)
+        # The wheel and its sha256 appear together, by renaming a folder: a concurrent build of
+        # the same sdist either wins the rename or finds this one in place.
         folder = self._folder(sdist)
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".{name}.{os.getpid()}"
-        tmp.write_bytes(data)
-        (folder / "sha256").write_text(_hash(data) + "\n", "utf-8")
-        os.replace(tmp, folder / name)
-        return folder / name, _hash(data)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".build-", dir=folder.parent))
+        (staging / name).write_bytes(data)
+        (staging / "sha256").write_text(_hash(data) + "\n", "utf-8")
+        try:
+            os.rename(staging, folder)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+        hit = self.cached(sdist)
+        if hit is None:
+            raise EnvError(f"the wheel built from {sdist.filename} is not in {folder}; delete that folder and retry")
+        return hit
 
     def _build(self, sdist: PackageFile, path: Path) -> tuple[str, bytes]:
         requires = build_requires(path)
@@ -175,16 +184,27 @@ class SdistBuilder:
                 env={"UV_CACHE_DIR": "/tmp/build/cache", "HOME": "/tmp/build", "SOURCE_DATE_EPOCH": _SOURCE_DATE_EPOCH},
             )
             if not result.ok:
-                tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
-                reason = "timed out" if result.outcome_type == "timeout" else " | ".join(tail)
+                reason = "timed out" if result.outcome_type == "timeout" else _build_failure(result.stdout + "\n" + result.stderr)
                 raise EnvError(f"building {sdist.filename} failed in its container: {reason}")
             archive = box.get_archive("/tmp/build/out")
-        return self._wheel_from(sdist, archive)
+        return wheel_from_output(sdist, archive, self.target)
 
-    def _wheel_from(self, sdist: PackageFile, archive: bytes) -> tuple[str, bytes]:
-        """The one wheel in the container's output: named for this sdist and fitting the target
-        (the build ran the sdist's code, so its output is checked like any hostile archive)."""
-        wheels: list[tuple[str, bytes]] = []
+
+
+def _build_failure(output: str) -> str:
+    """uv's reason on one line: the build's last words before uv's ``error:``, then its causes."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip() and not ln.strip().startswith("hint:")]
+    at = next((i for i, ln in enumerate(lines) if ln.startswith("error:")), len(lines))
+    picked = lines[max(0, at - 3):at] + [ln for ln in lines[at:] if ln.startswith("cause:")]
+    return " | ".join(picked or lines[-3:])[:600] or "no output"
+
+
+def wheel_from_output(sdist: PackageFile, archive: bytes, target: Target) -> tuple[str, bytes]:
+    """The one wheel in a build container's output (a tar): named for this sdist and fitting
+    the target. The build ran the sdist's code, so its output is checked like any hostile
+    archive: only regular files are read, and only a single .whl is accepted."""
+    wheels: list[tuple[str, bytes]] = []
+    try:
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             for member in tar:
                 name = member.name.rsplit("/", 1)[-1]
@@ -192,19 +212,21 @@ class SdistBuilder:
                     handle = tar.extractfile(member)
                     if handle is not None:
                         wheels.append((name, handle.read()))
-        if len(wheels) != 1:
-            raise EnvError(f"building {sdist.filename} produced {len(wheels)} wheels; expected one")
-        name, data = wheels[0]
-        try:
-            project, version, _, tags = parse_wheel_filename(name)
-        except InvalidWheelFilename:
-            raise EnvError(f"building {sdist.filename} produced {name!r}, not a wheel file name") from None
-        if project != sdist.name or version != Version(sdist.version):
-            raise EnvError(f"building {sdist.filename} produced {name}, a wheel of another project or version")
-        if not set(tags) & set(target_tags(self.target)):
-            raise EnvError(f"building {sdist.filename} produced {name}, which Python {self.target.python} on "
-                           f"{self.target.uv_platform} cannot install")
-        return name, data
+    except (tarfile.TarError, EOFError) as exc:
+        raise EnvError(f"building {sdist.filename} gave an unreadable output ({exc})") from None
+    if len(wheels) != 1:
+        raise EnvError(f"building {sdist.filename} produced {len(wheels)} wheels; expected one")
+    name, data = wheels[0]
+    try:
+        project, version, _, tags = parse_wheel_filename(name)
+    except InvalidWheelFilename:
+        raise EnvError(f"building {sdist.filename} produced {name!r}, not a wheel file name") from None
+    if project != sdist.name or version != Version(sdist.version):
+        raise EnvError(f"building {sdist.filename} produced {name}, a wheel of another project or version")
+    if not set(tags) & set(target_tags(target)):
+        raise EnvError(f"building {sdist.filename} produced {name}, which Python {target.python} on "
+                       f"{target.uv_platform} cannot install")
+    return name, data
 
 
 # ------------------------------------------------------------------------------ resolving
@@ -264,18 +286,21 @@ def _next_sdist(stderr: str, built: dict[tuple[str, str], Path], lines: Sequence
 
 
 def resolve_with_sdists(lines: Sequence[str], target: Target, index: str, builder: SdistBuilder | None,
-                        links: Path, say: Progress) -> tuple[int, str, str]:
+                        links: Path, say: Progress, *, max_builds: int = MAX_BUILDS) -> tuple[int, str, str]:
     """(exit status, pylock text, uv's stderr) of a resolution that may use sdists, each built
     in a container; the pylock names the sdists, not the wheels built here."""
     built: dict[tuple[str, str], Path] = {}
     sdists: dict[tuple[str, str], PackageFile] = {}
-    for _ in range(MAX_BUILDS + 1):
+    while True:  # each round builds an sdist not built before, or ends
         status, text, stderr = run_uv(list(lines), target, index, find_links=links)
         if status == 0:
             return 0, pylock_with_sdists(text, sdists), ""
         sdist = _next_sdist(stderr, built, lines, index, target)
         if sdist is None:
             return status, "", stderr
+        if len(built) >= max_builds:
+            raise EnvError(f"more than {max_builds} source distributions would have to be built ({sdist.pin} next); "
+                           "declare packages that publish wheels instead")
         if builder is None:
             raise EnvError(f"{sdist.pin} has only a source distribution; building it needs the agent image "
                            "(skillctl env build --allow-sdist)")
@@ -284,8 +309,6 @@ def resolve_with_sdists(lines: Sequence[str], target: Target, index: str, builde
         shutil.copyfile(wheel, links / wheel.name)
         built[(sdist.name, sdist.version)] = wheel
         sdists[(sdist.name, sdist.version)] = sdist
-    raise EnvError(f"more than {MAX_BUILDS} source distributions would have to be built; declare packages "
-                   "that publish wheels instead")
 
 
 # ------------------------------------------------------------------------------ the pylock

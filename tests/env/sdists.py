@@ -40,7 +40,7 @@ from setuptools import setup
 
 # Computed when setup.py runs: nothing static tells a resolver what this package needs.
 requires = [r for r in {requires!r} if r]
-setup(name={name!r}, version={version!r}, packages=[{name!r}], install_requires=requires)
+{fail}setup(name={name!r}, version={version!r}, packages=[{name!r}], install_requires=requires)
 '''
 
 
@@ -55,11 +55,14 @@ def _write_sdist(path: Path, files: dict[str, str]) -> Path:
     return path
 
 
-def setup_py_sdist(folder: Path, name: str, version: str, requires: list[str], marker: Path, body: str = "") -> Path:
-    """``name-version.tar.gz`` built by setuptools from a setup.py with dynamic dependencies."""
+def setup_py_sdist(folder: Path, name: str, version: str, requires: list[str], marker: Path, body: str = "",
+                   fail: str = "") -> Path:
+    """``name-version.tar.gz`` built by setuptools from a setup.py with dynamic dependencies
+    (``fail``: setup.py exits with this message instead of building)."""
     base = f"{name}-{version}"
     return _write_sdist(folder / f"{base}.tar.gz", {
-        f"{base}/setup.py": _SETUP_PY.format(name=name, version=version, requires=requires, marker=str(marker)),
+        f"{base}/setup.py": _SETUP_PY.format(name=name, version=version, requires=requires, marker=str(marker),
+                                             fail=f"raise SystemExit({fail!r})\n" if fail else ""),
         f"{base}/{name}/__init__.py": body or "VALUE = 1\n",
         # Metadata-Version 1.0 has no Requires-Dist: the dependencies exist only in setup.py.
         f"{base}/PKG-INFO": f"Metadata-Version: 1.0\nName: {name}\nVersion: {version}\n",

@@ -114,6 +114,19 @@ def test_list_shows_environment_images_and_prune_removes_only_unused_ones(base, 
     finally:
         container.remove(force=True)
 
+    # A container that appears between planning and removing: Docker refuses, the image is kept.
+    from skillctl.env.images import apply_prune, plan_prune
+
+    plan = [d for d in plan_prune(docker_client, current_base=base_id, bases=[base_id], keep_within_s=0, everything=True)
+            if d.image.id == locked]
+    assert [d.remove for d in plan] == [True]
+    late = docker_client.containers.create(locked, command=["true"], labels={"org.skillctl.test": "prune"})
+    try:
+        (refused,) = apply_prune(docker_client, plan)
+    finally:
+        late.remove(force=True)
+    assert not refused.remove and refused.reason.startswith("Docker refused to remove it (")
+
     rest = prune(env, "--base", base_tag, "--image", base_tag, "--all", "--keep-within", "0")
     assert ids(rest["removed"]) == {in_container, locked}
     left = {i.id for i in docker_client.images.list()}
@@ -122,3 +135,10 @@ def test_list_shows_environment_images_and_prune_removes_only_unused_ones(base, 
 
 def reasons_of(doc: dict) -> dict[str, str]:
     return {k["id"]: k["reason"] for k in doc["kept"]}
+
+
+def test_prune_refuses_an_unknown_base_and_a_bad_duration(project):
+    unknown = invoke(project, "env", "prune", "--base", "no-such-image:nowhere", "--dry-run")
+    assert unknown.exit_code == 1 and "no image no-such-image:nowhere on this Docker Engine" in unknown.stderr, unknown.output
+    bad = invoke(project, "env", "prune", "--keep-within", "soon")
+    assert bad.exit_code == 2 and "'soon' is not a duration; write e.g. 90s, 30m, 1h, 7d or 0" in bad.stderr, bad.output

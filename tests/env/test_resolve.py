@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import io
+import re
+import tarfile
 import tomllib
 
 import pytest
@@ -13,7 +16,8 @@ from packaging.specifiers import SpecifierSet
 from skillctl.env.declare import PROJECT, Declarations, Declared
 from skillctl.env.files import Wanted, ensure_files
 from skillctl.env.resolve import PackageFile, parse_pylock, resolve
-from skillctl.env.sdist import dump_toml, pylock_with_sdists
+from skillctl.env import simple
+from skillctl.env.sdist import SdistBuilder, dump_toml, pylock_with_sdists, wheel_from_output
 from skillctl.env.simple import choose_sdist
 from skillctl.errors import EnvError, EnvIntegrityError
 
@@ -157,6 +161,61 @@ def test_no_fitting_sdist_is_a_clear_error(versions_index):
         choose_sdist(versions_index.url, "multi", SpecifierSet(">=4"), TARGET)
     with pytest.raises(EnvError, match="has no page for nothing-here"):
         choose_sdist(versions_index.url, "nothing-here", SpecifierSet(), TARGET)
+
+
+def test_an_sdist_the_index_lists_without_a_hash_or_on_an_oversized_page_is_refused(versions_index, monkeypatch):
+    versions_index.unhashed.add("multi-2.0.tar.gz")
+    with pytest.raises(EnvError, match="lists multi-2.0.tar.gz without a sha256; refusing to download an unpinned file"):
+        choose_sdist(versions_index.url, "multi", SpecifierSet(), TARGET)
+    monkeypatch.setattr(simple, "MAX_PAGE_BYTES", 100)
+    with pytest.raises(EnvError, match="/simple/multi/ is larger than"):
+        choose_sdist(versions_index.url, "multi", SpecifierSet(), TARGET)
+
+
+def _output(*members: tuple[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        link = tarfile.TarInfo("out/link.whl")  # not a regular file: never read
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tar.addfile(link)
+    return buf.getvalue()
+
+
+SDIST = PackageFile("markerpkg", "1.0", "markerpkg-1.0.tar.gz", "http://x/markerpkg-1.0.tar.gz", "b" * 64, None, "sdist")
+
+
+@pytest.mark.parametrize(("members", "problem"), [
+    ((), "produced 0 wheels; expected one"),
+    ((("out/markerpkg-1.0-py3-none-any.whl", b"a"), ("out/markerpkg-1.0-py2-none-any.whl", b"b")), "produced 2 wheels"),
+    ((("out/markerpkg.whl", b"a"),), "not a wheel file name"),
+    ((("out/evilpkg-1.0-py3-none-any.whl", b"a"),), "a wheel of another project or version"),
+    ((("out/markerpkg-6.6-py3-none-any.whl", b"a"),), "a wheel of another project or version"),
+    ((("out/markerpkg-1.0-cp312-cp312-win_amd64.whl", b"a"),), "which Python 3.11.2 on x86_64-manylinux_2_36 cannot install"),
+])
+def test_what_a_build_container_hands_back_is_checked(members, problem):
+    with pytest.raises(EnvError, match=re.escape(problem)):
+        wheel_from_output(SDIST, _output(*members), TARGET)
+
+
+def test_the_one_fitting_wheel_of_a_build_is_taken():
+    assert wheel_from_output(SDIST, _output(("out/markerpkg-1.0-cp311-cp311-linux_x86_64.whl", b"ok")), TARGET) == (
+        "markerpkg-1.0-cp311-cp311-linux_x86_64.whl", b"ok")
+
+
+def test_a_cached_built_wheel_that_changed_is_refused(cache):
+    builder = SdistBuilder(None, "no-image-needed", TARGET, "http://127.0.0.1:9/simple")
+    folder = builder._folder(SDIST)
+    folder.mkdir(parents=True)
+    (folder / "markerpkg-1.0-py3-none-any.whl").write_bytes(b"built in a container")
+    (folder / "sha256").write_text(hashlib.sha256(b"built in a container").hexdigest() + "\n")
+    assert builder.wheel_for(SDIST)[1] == hashlib.sha256(b"built in a container").hexdigest()
+    (folder / "markerpkg-1.0-py3-none-any.whl").write_bytes(b"changed afterwards")
+    with pytest.raises(EnvIntegrityError, match="not the .* recorded when it was built; delete .* to build it again"):
+        builder.wheel_for(SDIST)
 
 
 def test_a_pylock_of_built_sdists_names_the_sdists_not_local_wheels(index, cache, tmp_path):

@@ -115,3 +115,55 @@ def test_a_locked_sdist_whose_bytes_changed_is_refused(sdist_project, tmp_path, 
     assert built.exit_code == 1 and "is pinned; refusing it" in built.stderr, built.output
     assert not list((tmp_path / "other-cache").glob("env/built/*/*/markerdep-*.whl"))  # never built
     assert not marker.exists()
+
+
+@pytest.fixture
+def served_sdists(index, tmp_path, monkeypatch, agent_image, docker_client):
+    """Add sdists to the loopback index for one test (a fresh cache); (add, target)."""
+    from skillctl.env.target import probe_image
+
+    monkeypatch.setenv("SKILLCTL_CACHE_DIR", str(tmp_path / "cache"))
+    added: list[str] = []
+
+    def add(*paths):
+        for path in paths:
+            index.files[path.name] = path
+            added.append(path.name)
+
+    try:
+        yield add, probe_image(docker_client, agent_image)
+    finally:
+        for name in added:
+            index.files.pop(name, None)
+
+
+def test_a_build_that_fails_in_its_container_is_one_clear_error(served_sdists, index, tmp_path, docker_client,
+                                                                  agent_image):
+    from skillctl.env.declare import Declarations, Declared
+    from skillctl.env.prepare import resolve_environment
+    from skillctl.errors import EnvError
+
+    add, target = served_sdists
+    marker = tmp_path / "setup-py-ran-on-the-host"
+    add(setup_py_sdist(tmp_path, "brokenpkg", "1.0", [], marker, fail="this package does not build"))
+    decl = Declarations((Declared("brokenpkg", "a-skill", "scripts/x.py (PEP 723)"),))
+    with pytest.raises(EnvError, match=r"building brokenpkg-1.0.tar.gz failed in its container: .*this package does not build"):
+        resolve_environment(decl, target, index=index.url, allow_sdist=True, base_image=agent_image, client=docker_client)
+    assert not marker.exists()
+
+
+def test_the_number_of_sdists_built_for_one_environment_is_bounded(served_sdists, index, tmp_path, docker_client,
+                                                                    agent_image):
+    from skillctl.env.sdist import SdistBuilder, resolve_with_sdists
+    from skillctl.errors import EnvError
+
+    add, target = served_sdists
+    marker = tmp_path / "setup-py-ran-on-the-host"
+    add(setup_py_sdist(tmp_path, "markerpkg", "1.0", ["markerdep>=2"], marker),
+        setup_py_sdist(tmp_path, "markerdep", "2.0", [], marker))
+    builder = SdistBuilder(docker_client, agent_image, target, index.url)
+    (tmp_path / "links").mkdir()
+    with pytest.raises(EnvError, match=r"more than 1 source distributions would have to be built \(markerdep==2.0 next\)"):
+        resolve_with_sdists(["markerpkg"], target, index.url, builder, tmp_path / "links", lambda _line: None,
+                            max_builds=1)
+    assert not marker.exists()
