@@ -42,7 +42,13 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
 from packaging.version import InvalidVersion, Version
 
 from skillctl.env.declare import Declarations, Declared
@@ -143,6 +149,12 @@ class SdistBuilder:
         hit = self.cached(sdist)
         if hit is not None:
             return hit
+        try:
+            named = parse_sdist_filename(sdist.filename)
+        except InvalidSdistFilename:
+            named = None
+        if named != (sdist.name, Version(sdist.version)):
+            raise EnvError(f"{sdist.filename!r} is not the source distribution of {sdist.pin}; refusing to build it")
         (path,) = ensure_files([Wanted(sdist.filename, sdist.url, sdist.sha256, sdist.size)], progress=self.say)
         name, data = self._build(sdist, path)
         # The wheel and its sha256 appear together, by renaming a folder: a concurrent build of
@@ -188,7 +200,6 @@ class SdistBuilder:
                 raise EnvError(f"building {sdist.filename} failed in its container: {reason}")
             archive = box.get_archive("/tmp/build/out")
         return wheel_from_output(sdist, archive, self.target)
-
 
 
 def _build_failure(output: str) -> str:

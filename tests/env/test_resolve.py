@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import re
@@ -204,6 +205,13 @@ def test_what_a_build_container_hands_back_is_checked(members, problem):
 def test_the_one_fitting_wheel_of_a_build_is_taken():
     assert wheel_from_output(SDIST, _output(("out/markerpkg-1.0-cp311-cp311-linux_x86_64.whl", b"ok")), TARGET) == (
         "markerpkg-1.0-cp311-cp311-linux_x86_64.whl", b"ok")
+
+
+def test_an_sdist_file_name_that_is_not_its_package_is_never_built(cache):
+    builder = SdistBuilder(None, "no-image-needed", TARGET, "http://127.0.0.1:9/simple")
+    for filename in ("evil-1.0.tar.gz", "markerpkg-6.6.tar.gz", "x; rm -rf ~.tar.gz"):
+        with pytest.raises(EnvError, match="is not the source distribution of markerpkg==1.0; refusing to build it"):
+            builder.wheel_for(dataclasses.replace(SDIST, filename=filename))
 
 
 def test_a_cached_built_wheel_that_changed_is_refused(cache):
