@@ -22,11 +22,8 @@ from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-TOOLS = ("dpkg-deb", "apt-ftparchive", "gpg", "gpgconf")
-
-
-def missing_tools() -> list[str]:
-    return [t for t in TOOLS if shutil.which(t) is None]
+# command -> the Debian package that has it
+TOOLS = {"dpkg-deb": "dpkg", "apt-ftparchive": "apt-utils", "gpg": "gnupg", "gpgconf": "gnupg"}
 
 
 class SigningKey:

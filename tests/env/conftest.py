@@ -17,6 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from package_index import PackageIndex  # noqa: E402
+from sandbox_fixtures import on_ci  # noqa: E402
 
 from skillctl.env.target import Target  # noqa: E402
 
@@ -36,9 +37,7 @@ def wheels_dir() -> Path:
     # setuptools: the build backend of the source distributions the --allow-sdist tests make.
     if not any(WHEELS.glob("numpy-*.whl")) or not any(WHEELS.glob("setuptools-*.whl")):
         message = f"no test wheels (or an older set) in {WHEELS}: run scripts/setup.sh (it downloads them once)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        pytest.fail(message) if on_ci() else pytest.skip(message)
     return WHEELS
 
 

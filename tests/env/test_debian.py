@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +23,8 @@ from .runs import invoke, make_skill, publish, run_outputs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from apt_repo import AptRepo, DebPackage, SigningKey, missing_tools  # noqa: E402
+from apt_repo import TOOLS, AptRepo, DebPackage, SigningKey  # noqa: E402
+from tools import require_tool  # noqa: E402
 
 pytestmark = [pytest.mark.requires_docker]
 
@@ -33,12 +33,8 @@ HELLO = "#!/bin/sh\ncat /usr/share/skl-greeting/greeting.txt\n"
 
 @pytest.fixture(scope="module")
 def keys():
-    missing = missing_tools()
-    if missing:
-        message = f"{', '.join(missing)} not installed: run scripts/setup.sh"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    for command, package in TOOLS.items():
+        require_tool(command, package)
     made = {"trusted": SigningKey("skillctl-test"), "other": SigningKey("someone-else")}
     yield made
     for key in made.values():
