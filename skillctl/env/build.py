@@ -164,9 +164,13 @@ def build_env_image(
 def _remove_stage(client: Any, digest: str) -> None:
     """Drop the build stage (uv + wheels, ~2x the environment) left behind as an untagged image."""
     import docker.errors
+    import requests.exceptions
 
-    for image in client.images.list(filters={"label": f"{LABEL_STAGE}={digest}", "dangling": True}):
-        try:
-            client.images.remove(image.id)
-        except docker.errors.APIError:
-            pass  # in use by a concurrent identical build: it is removed by that build or by prune
+    try:
+        for image in client.images.list(filters={"label": f"{LABEL_STAGE}={digest}", "dangling": True}):
+            try:
+                client.images.remove(image.id)
+            except docker.errors.APIError:
+                pass  # in use by a concurrent identical build: it is removed by that build or by prune
+    except requests.exceptions.RequestException:
+        pass  # the engine is too busy to answer in time: the image is built; `skillctl env prune` removes the stage

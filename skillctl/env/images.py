@@ -166,6 +166,7 @@ def apply_prune(client: Any, plan: Sequence[Decision]) -> list[Decision]:
     """Remove what ``plan`` says; returns the plan with what Docker refused turned into kept
     (a container or a child image appeared meanwhile)."""
     import docker.errors
+    import requests.exceptions
 
     out = []
     for decision in plan:
@@ -177,6 +178,9 @@ def apply_prune(client: Any, plan: Sequence[Decision]) -> list[Decision]:
             except docker.errors.APIError as exc:
                 why = str(getattr(exc, "explanation", "") or exc).splitlines()[0]
                 decision = Decision(decision.image, False, f"Docker refused to remove it ({why})")
+            except requests.exceptions.RequestException as exc:
+                decision = Decision(decision.image, False, f"Docker did not answer in time ({type(exc).__name__}); "
+                                    "run prune again")
         out.append(decision)
     return out
 

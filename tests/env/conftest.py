@@ -87,13 +87,31 @@ def project(tmp_path, index, shared_cache, agent_image):
 OWN_PACKAGES = ("skl-", "markerpkg==", "markerdep==")
 
 
+def remove_images(ids) -> None:
+    """Remove these images (a test's own), waiting as long as a busy shared engine needs."""
+    import docker.errors
+
+    from skillctl.sandbox.client import docker_client
+
+    patient = docker_client(timeout_s=600)
+    try:
+        for image_id in ids:
+            try:
+                patient.images.remove(image_id, force=True)
+            except docker.errors.NotFound:
+                pass
+    finally:
+        patient.close()
+
+
 @pytest.fixture
 def own_env_images(docker_client):
     """Remove, after the test, the environment images it built from one-off packages (and only
     those: other images on the shared engine are left alone)."""
     before = {i.id for i in docker_client.images.list(filters={"label": "org.skillctl.env"})}
     yield
-    for image in docker_client.images.list(filters={"label": "org.skillctl.env"}):
-        packages = (image.labels or {}).get("org.skillctl.env.packages", "").split()
-        if image.id not in before and any(p.startswith(OWN_PACKAGES) for p in packages):
-            docker_client.images.remove(image.id, force=True)
+    remove_images([
+        image.id for image in docker_client.images.list(filters={"label": "org.skillctl.env"})
+        if image.id not in before
+        and any(p.startswith(OWN_PACKAGES) for p in (image.labels or {}).get("org.skillctl.env.packages", "").split())
+    ])

@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 
+from .conftest import remove_images
 from .runs import invoke, make_skill, publish
 
 pytestmark = [pytest.mark.requires_docker, pytest.mark.slow]
@@ -39,10 +40,8 @@ def base(docker_client, agent_image):
     try:
         yield tag, base_id, foreign_id
     finally:
-        docker_client.images.remove(foreign_id, force=True)
-        for image in docker_client.images.list(filters={"label": f"org.skillctl.env.base={base_id}"}):
-            docker_client.images.remove(image.id, force=True)
-        docker_client.images.remove(base_id, force=True)
+        built_on = docker_client.images.list(filters={"label": f"org.skillctl.env.base={base_id}"})
+        remove_images([foreign_id, *(i.id for i in built_on), base_id])
 
 
 def env_build(env, *args) -> str:
