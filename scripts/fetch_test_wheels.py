@@ -24,9 +24,11 @@ import requests
 
 # markitdown[xlsx]: what the real convert-excel-to-md skill declares (pandas, numpy, openpyxl and
 # a binary-heavy closure); pyyaml: a skill's PEP 723 block; python-dateutil/six: small pure-Python
-# wheels; six 1.16.0 beside 1.17: two versions to conflict over; flit_core: a build backend for
-# the --allow-sdist test (the sdist itself is made by the test).
-WANTED = [["markitdown[xlsx]>=0.1.0", "pyyaml", "python-dateutil"], ["six==1.16.0"], ["flit_core>=3.2,<4"]]
+# wheels; six 1.16.0 beside 1.17: two versions to conflict over; flit_core and setuptools: the
+# build backends of the --allow-sdist tests' source distributions (the tests make those sdists
+# themselves; setuptools runs their setup.py in the throwaway build container).
+WANTED = [["markitdown[xlsx]>=0.1.0", "pyyaml", "python-dateutil"], ["six==1.16.0"], ["flit_core>=3.2,<4"],
+          ["setuptools>=70.1"]]
 
 
 def main() -> int:

@@ -36,6 +36,10 @@ command -v zip >/dev/null 2>&1 || need_apt+=(zip)
 # The eval report is checked in a real headless browser (about 120 MB with its libraries, once:
 # less than the test wheels and the agent image; without it that test could only be skipped).
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+# Environment tests resolve Debian packages against a signed loopback apt repository they build:
+# apt-ftparchive indexes it, gpg signs it with a throwaway key (dpkg-deb, in dpkg, makes the .debs).
+command -v apt-ftparchive >/dev/null 2>&1 || need_apt+=(apt-utils)
+{ command -v gpg && command -v gpgconf; } >/dev/null 2>&1 || need_apt+=(gnupg)
 if [ "${#need_apt[@]}" -gt 0 ]; then
     log "installing Debian packages: ${need_apt[*]}"
     export DEBIAN_FRONTEND=noninteractive

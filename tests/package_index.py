@@ -3,7 +3,9 @@
 The environment tests resolve and download through it exactly as from PyPI — project pages with
 ``#sha256=`` fragments, files over HTTP — without leaving the machine. ``files`` maps a file name
 to the path served for it; a test may point one name at other bytes to play a tampered index
-(the page then publishes the new hash, as a compromised index would).
+(the page then publishes the new hash, as a compromised index would). ``attributes`` adds PEP
+503 link attributes to a file's link (``data-requires-python``, ``data-yanked``); a name in
+``unhashed`` is listed without its ``#sha256=``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ class PackageIndex:
                 if path.name.endswith((".whl", ".tar.gz")):
                     self.files[path.name] = path
         self.requests: list[str] = []
+        self.attributes: dict[str, dict[str, str]] = {}
+        self.unhashed: set[str] = set()
         index = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,7 +58,10 @@ class PackageIndex:
                     for name, path in sorted(index.files.items()):
                         if project_of(name) == wanted:
                             digest = hashlib.sha256(path.read_bytes()).hexdigest()
-                            links += f'<a href="/files/{html.escape(name)}#sha256={digest}">{html.escape(name)}</a>\n'
+                            extra = "".join(f' {k}="{html.escape(v)}"' for k, v in index.attributes.get(name, {}).items())
+                            fragment = "" if name in index.unhashed else f"#sha256={digest}"
+                            links += (f'<a href="/files/{html.escape(name)}{fragment}"{extra}>'
+                                      f'{html.escape(name)}</a>\n')
                     if not links:
                         return self._send(404, "not found", "text/plain")
                     return self._send(200, f"<!DOCTYPE html><html><body>\n{links}</body></html>", "text/html")

@@ -167,49 +167,98 @@ def build(refs, req_path, lock_path, force, index, allow_sdist, image, registry_
 @format_option
 @library_errors
 def list_cmd(fmt) -> None:
-    """Environment images on this Docker Engine (only those skillctl built), newest first."""
-    from skillctl.env.build import list_env_images
+    """Environment images on this Docker Engine (only those skillctl built, found by their
+    label org.skillctl.env), newest first. JSON: a list of {id, tags, env, base, packages,
+    created, size}."""
+    from skillctl.env.images import list_env_images
     from skillctl.sandbox.client import docker_client
 
     images = list_env_images(docker_client())
     if fmt == "json":
-        emit_json(images)
+        emit_json([i.to_dict() for i in images])
         return
     if not images:
         click.echo("no environment images")
     for item in images:
-        tags = ", ".join(item["tags"]) or "<untagged>"
-        click.echo(f"{tags:<26} {item['size'] / 1e6:8.1f} MB  {item['created'][:19]}  {' '.join(item['packages'])}")
+        tags = ", ".join(item.tags) or "<untagged>"
+        click.echo(f"{tags:<26} {item.size / 1e6:8.1f} MB  {item.created[:19]}  {' '.join(item.packages)}")
+
+
+class Duration(click.ParamType):
+    """``90s``, ``30m``, ``1h``, ``7d`` (or plain seconds) as seconds."""
+
+    name = "duration"
+    _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (int, float)):
+            return float(value)
+        text = str(value).strip().lower()
+        unit = self._UNITS.get(text[-1:], None)
+        number = text[:-1] if unit else text
+        try:
+            seconds = float(number) * (unit or 1)
+        except ValueError:
+            self.fail(f"{value!r} is not a duration; write e.g. 90s, 30m, 1h, 7d or 0", param, ctx)
+        if seconds < 0:
+            self.fail(f"{value!r} is negative", param, ctx)
+        return seconds
 
 
 @env_group.command("prune")
-@click.option("--all", "everything", is_flag=True, help="Remove every environment image, not only those built on an older agent image.")
+@click.option("--all", "everything", is_flag=True,
+              help="Also remove images built on the current agent image (still never one in use).")
+@click.option("--base", "bases", multiple=True, metavar="IMAGE",
+              help="Only environment images built on this agent image; repeatable. Default: all of them.")
+@click.option("--lock", "lock_paths", multiple=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="Keep the image `skillctl run --lock FILE` would start; repeatable. Default: ./skills.lock "
+              "when it exists.")
+@click.option("--keep-within", default="1h", show_default=True, type=Duration(), metavar="DURATION",
+              help="Keep images built less than this long ago (90s, 30m, 1h, 7d; 0 keeps none for being new).")
+@click.option("--dry-run", is_flag=True, help="Only report what would be removed; change nothing.")
 @image_option
 @format_option
 @library_errors
-def prune(everything, image, fmt) -> None:
-    """Remove environment images skillctl built (found by label; nothing else is touched).
+def prune(everything, bases, lock_paths, keep_within, dry_run, image, fmt) -> None:
+    """Remove environment images that are not in use (found by their label org.skillctl.env;
+    the agent image and every other image are never touched).
 
-    By default only images built on an agent image other than the current one go; images a
-    container still uses are kept and reported.
+    In use, and kept: an image a container (running or stopped) was created from; the image a
+    lock pins (--lock, else ./skills.lock); one built less than --keep-within ago (a run may be
+    about to start it); and, without --all, one built on the current agent image (--image, else
+    the one `skillctl image build` makes) — later runs may reuse it. Images built on any other
+    agent image go. JSON: {dry_run, removed: [{id, tags, packages, reason}], kept: [...]}.
     """
-    from skillctl.env.build import prune_env_images
+    from skillctl.env.images import apply_prune, image_id, locked_files, plan_prune
+    from skillctl.env.resolve import uv_binary, uv_version
     from skillctl.sandbox.client import docker_client
 
     client = docker_client()
-    keep = None
-    if not everything:
+    if image:
+        current = image_id(client, image)
+    else:
         from skillctl.sandbox.image import recipe
 
         try:
-            keep = client.images.get(image or recipe().tag).id
+            current = client.images.get(recipe().tag).id
         except Exception:
-            keep = None  # no current agent image: every environment image is outdated
-    removed, busy = prune_env_images(client, keep_base=keep, everything=everything)
+            current = None  # no current agent image: every environment image is outdated
+    paths = list(lock_paths) or [p for p in [Path("skills.lock")] if p.is_file()]
+    plan = plan_prune(client, current_base=current, bases=[image_id(client, b) for b in bases],
+                      locks=locked_files(paths), keep_within_s=keep_within, everything=everything,
+                      uv=uv_version(uv_binary()))
+    done = plan if dry_run else apply_prune(client, plan)
+    removed = [d for d in done if d.remove]
+    kept = [d for d in done if not d.remove]
     if fmt == "json":
-        emit_json({"removed": removed, "in_use": busy})
+        emit_json({"dry_run": dry_run, "removed": [d.to_dict() for d in removed], "kept": [d.to_dict() for d in kept]})
         return
-    click.echo(f"removed {len(removed)} environment image(s)" + (f"; {len(busy)} in use, kept" if busy else ""))
+    verb = "would remove" if dry_run else "removed"
+    for d in removed:
+        click.echo(f"{verb} {', '.join(d.image.tags) or d.image.id[:19]}: {d.reason}")
+    for d in kept:
+        click.echo(f"kept {', '.join(d.image.tags) or d.image.id[:19]}: {d.reason}")
+    click.echo(f"{verb} {len(removed)} environment image(s), kept {len(kept)}")
 
 
 @env_group.command("infer")

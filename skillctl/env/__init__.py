@@ -9,6 +9,9 @@ verified and installed into an image layer on the agent image — offline at run
     files      downloads into a content-addressed cache, every byte checked against its sha256
     build      the environment image: a venv at /opt/skills-env (first on PATH) and the .debs,
                built with ``--network none`` from files checked on the host
+    sdist      --allow-sdist: source distributions built into wheels in throwaway containers
+    simple     one project's page of a package index (the sdists to choose from)
+    images     the environment images on the engine: list, and prune those not in use
     lock       the environment section of skills.lock and the pylock file it pins by digest
     prepare    the one call ``skillctl run`` makes: skills in, image reference out
 

@@ -164,47 +164,13 @@ def build_env_image(
 def _remove_stage(client: Any, digest: str) -> None:
     """Drop the build stage (uv + wheels, ~2x the environment) left behind as an untagged image."""
     import docker.errors
+    import requests.exceptions
 
-    for image in client.images.list(filters={"label": f"{LABEL_STAGE}={digest}", "dangling": True}):
-        try:
-            client.images.remove(image.id)
-        except docker.errors.APIError:
-            pass  # in use by a concurrent identical build: it is removed by that build or by prune
-
-
-def list_env_images(client: Any) -> list[dict[str, Any]]:
-    """Environment images this feature made (by label), newest first."""
-    out = []
-    for image in client.images.list(filters={"label": LABEL_ENV}):
-        labels = (image.attrs.get("Config") or {}).get("Labels") or {}
-        out.append({
-            "id": image.id,
-            "tags": sorted(image.tags),
-            "env": labels.get(LABEL_ENV, ""),
-            "base": labels.get(LABEL_BASE, ""),
-            "packages": labels.get(LABEL_PACKAGES, "").split(),
-            "created": image.attrs.get("Created", ""),
-            "size": image.attrs.get("Size", 0),
-        })
-    out.sort(key=lambda item: item["created"], reverse=True)
-    return out
-
-
-def prune_env_images(client: Any, *, keep_base: str | None, everything: bool = False) -> tuple[list[str], list[str]]:
-    """Remove environment images (only those labelled as such). Without ``everything``, keep the
-    ones built on ``keep_base`` (the current agent image's id). Returns (removed, kept in use)."""
-    import docker.errors
-
-    removed: list[str] = []
-    busy: list[str] = []
-    for item in list_env_images(client):
-        if not everything and keep_base and item["base"] == keep_base:
-            continue
-        try:
-            client.images.remove(item["id"], force=False, noprune=False)
-            removed.append(item["id"])
-        except docker.errors.NotFound:
-            continue
-        except docker.errors.APIError:
-            busy.append(item["id"])  # a container uses it, or a tag is shared: leave it
-    return removed, busy
+    try:
+        for image in client.images.list(filters={"label": f"{LABEL_STAGE}={digest}", "dangling": True}):
+            try:
+                client.images.remove(image.id)
+            except docker.errors.APIError:
+                pass  # in use by a concurrent identical build: it is removed by that build or by prune
+    except requests.exceptions.RequestException:
+        pass  # the engine is too busy to answer in time: the image is built; `skillctl env prune` removes the stage

@@ -32,6 +32,9 @@ from skillctl.errors import EnvError
 
 Progress = Callable[[str], None]
 DEFAULT_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+# apt's "unmet dependencies" lines: " pkg : Depends: other but it is not installable" and the
+# indented continuation lines of the same package.
+_UNMET_LINE = re.compile(r"^\s+(\S+ : )?\s*(Pre-Depends|Depends|Conflicts|Breaks): ")
 _URI_LINE = re.compile(r"^'(?P<url>[^']+)' (?P<file>\S+) (?P<size>\d+) SHA256:(?P<sha>[0-9a-f]{64})$")
 
 
@@ -169,12 +172,20 @@ def resolve_debian(
     say(f"resolving Debian package(s) {', '.join(names)} from {mirror} {suite}")
     update = _apt(root, status, target.arch, ["update"])
     if update.returncode != 0 or "W: GPG error" in update.stderr or "NO_PUBKEY" in update.stderr:
-        detail = (update.stderr.strip().splitlines() or ["no message"])[-1]
+        # Every warning and error: the first names the cause (not signed, NO_PUBKEY, a hash
+        # mismatch), the last is apt's summary.
+        said = [" ".join(ln.split()) for ln in update.stderr.splitlines() if ln.startswith(("E:", "W:"))]
+        detail = "; ".join(said)[:600] or (update.stderr.strip().splitlines() or ["no message"])[-1]
         raise EnvError(f"apt could not read the Debian mirror {mirror} ({suite}): {detail}")
     plan = _apt(root, status, target.arch, ["install", "--print-uris", "-qq", "-y", *names])
     if plan.returncode != 0:
-        detail = " ".join(ln.strip() for ln in plan.stderr.splitlines() if ln.startswith("E:")) or plan.stderr.strip()
-        raise EnvError(f"Debian package(s) {', '.join(names)} cannot be installed on the agent image: {detail}")
+        # At quiet level 2 apt leaves out its explanation (which dependency cannot be met): ask
+        # again, simulating, at level 1.
+        told = _apt(root, status, target.arch, ["-o", "quiet=1", "install", "--simulate", *names])
+        unmet = [" ".join(ln.split()) for ln in told.stdout.splitlines() if _UNMET_LINE.match(ln)]
+        errors = [ln.strip() for ln in plan.stderr.splitlines() if ln.startswith("E:")] or [plan.stderr.strip()]
+        raise EnvError(f"Debian package(s) {', '.join(names)} cannot be installed on the agent image: "
+                       f"{'; '.join(unmet + errors)}")
     packages = _parse_uris(plan.stdout, target.arch)
     cached.parent.mkdir(parents=True, exist_ok=True)
     tmp = cached.with_suffix(f".{os.getpid()}.tmp")

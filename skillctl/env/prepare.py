@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,15 +55,18 @@ def digest_of(doc: Any) -> str:
     return "sha256:" + hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-def declarations_of(skills: Sequence[Any], store: Any) -> Declarations:
-    """What each skill declares, read from its verified artifact (``store.fetch`` checks the
-    digest; ``read_artifact`` checks the archive, whatever its type)."""
+def declarations_of(skills: Sequence[Any], store: Any, bundles: Mapping[str, Any] | None = None) -> Declarations:
+    """What each skill declares, read from its verified bundle: from ``bundles`` (contents a
+    run already fetched and verified, by digest) when there, else fetched now (``store.fetch``
+    checks the digest; ``read_artifact`` checks the archive, whatever its type)."""
     from skillctl.bundle import read_artifact
 
     total = Declarations()
     for skill in skills:
-        data = store.fetch(skill)
-        contents = read_artifact(data, skill.artifact_type, expected_name=skill.name, source=f"{skill.name}@{skill.version}")
+        contents = (bundles or {}).get(skill.digest)
+        if contents is None:
+            contents = read_artifact(store.fetch(skill), skill.artifact_type, expected_name=skill.name,
+                                     source=f"{skill.name}@{skill.version}")
         files = contents.files
         total = total + skill_declarations(skill.name, list(files), lambda rel: bytes(files[rel]))
     return total
@@ -80,7 +83,14 @@ def resolve_environment(
     client: Any = None,
     progress: Progress | None = None,
 ) -> Environment:
-    python = resolve(decl, target, index=index, allow_sdist=allow_sdist, refresh=refresh, progress=progress)
+    builder = None
+    if allow_sdist:
+        from skillctl.env.resolve import index_url
+        from skillctl.env.sdist import SdistBuilder
+
+        builder = SdistBuilder(client, base_image, target, index_url(index), progress=progress)
+    python = resolve(decl, target, index=index, allow_sdist=allow_sdist, builder=builder, refresh=refresh,
+                     progress=progress)
     debian: tuple[Any, ...] = ()
     if decl.debian:
         from skillctl.env.debian import resolve_debian
@@ -108,18 +118,21 @@ def build_environment(env: Environment, client: Any, base_image: str, *, progres
     if tag is not None:
         say(f"environment image {tag} is up to date")
         return tag
-    if env.python.sdists:
-        from skillctl.env.sdist import build_sdists
-
-        wheels_files = build_sdists(env.python, client, base_image, progress=progress)
-    else:
-        wheels_files = list(env.python.wheels)
-    wanted = [Wanted(f.filename, f.url, f.sha256, f.size) for f in wheels_files] + [
+    wanted = [Wanted(f.filename, f.url, f.sha256, f.size) for f in env.python.wheels] + [
         Wanted(d.filename, d.url, d.sha256, d.size) for d in env.debian
     ]
     paths = ensure_files(wanted, progress=progress)
-    wheels = [EnvFile(p, f.sha256, f.pin) for p, f in zip(paths, wheels_files)]
-    debs = [EnvFile(p, d.sha256, d.pin) for p, d in zip(paths[len(wheels_files):], env.debian)]
+    wheels = [EnvFile(p, f.sha256, f.pin) for p, f in zip(paths, env.python.wheels)]
+    debs = [EnvFile(p, d.sha256, d.pin) for p, d in zip(paths[len(wheels):], env.debian)]
+    if env.python.sdists:
+        # A lock made with --allow-sdist pins the sdists; their wheels are built (or were built)
+        # here, in containers, from those hash-checked files.
+        from skillctl.env.sdist import SdistBuilder
+
+        builder = SdistBuilder(client, base_image, env.target, env.python.index_url, progress=progress)
+        for sdist in env.python.sdists:
+            path, sha = builder.wheel_for(sdist)
+            wheels.append(EnvFile(path, sha, sdist.pin))
     return build_env_image(client, base, digest, wheels, debs, uv_bin=uv, progress=progress, force=force)
 
 
@@ -151,6 +164,7 @@ def environment_image(
     index: str | None = None,
     allow_sdist: bool = False,
     client: Any = None,
+    bundles: Mapping[str, Any] | None = None,
     progress: Progress | None = None,
 ) -> str:
     """The image a run with ``skills`` should start: ``base_image`` when nothing is declared,
@@ -162,7 +176,7 @@ def environment_image(
     from skillctl.sandbox.client import docker_client
 
     say = progress or (lambda _line: None)
-    decl = declarations_of(skills, store) + (project or Declarations())
+    decl = declarations_of(skills, store, bundles) + (project or Declarations())
     if locked is None and decl.empty:
         return base_image
     client = client or docker_client()
@@ -242,9 +256,12 @@ def locked_environment(lock: Any, lock_path: Any, *, progress: Progress | None =
 
 
 def run_image(skills: Sequence[Any], store: Any, base_image: str, *, lock_path: Any = None, index: str | None = None,
-              allow_sdist: bool = False, progress: Progress | None = None) -> str:
+              allow_sdist: bool = False, bundles: Mapping[str, Any] | None = None,
+              progress: Progress | None = None) -> str:
     """The image ``skillctl run`` starts for ``skills``: with a lock, exactly its environment;
-    otherwise what the skills declare (resolved and built on first use, cached after)."""
+    otherwise what the skills declare (resolved and built on first use, cached after).
+    ``bundles``: the skills' contents the run already verified (``runtime.loader.fetch_bundles``),
+    by digest, so no bundle is fetched twice."""
     locked = None
     if lock_path is not None:
         from skillctl.registry.lockfile import read_lock
@@ -253,4 +270,4 @@ def run_image(skills: Sequence[Any], store: Any, base_image: str, *, lock_path: 
     if not skills and locked is None:
         return base_image
     return environment_image(skills, store, base_image=base_image, locked=locked, index=index,
-                             allow_sdist=allow_sdist, progress=progress)
+                             allow_sdist=allow_sdist, bundles=bundles, progress=progress)

@@ -3,10 +3,11 @@
 ``uv pip compile --python-version X.Y.Z --python-platform ARCH-manylinux_A_B --format
 pylock.toml`` resolves for the agent image's interpreter, not the host's, and writes a PEP 751
 lock: exact versions and, per package, the one file that fits the target with its URL, size and
-sha256. By default only wheels are accepted (``--only-binary :all:``): building a source
-distribution runs its code. With ``allow_sdist`` a source distribution may be chosen; uv reads
-its metadata from a static ``pyproject.toml`` without building it, and the build itself happens
-later in a throwaway container (``sdist``).
+sha256. uv always runs with building disabled (``--no-build``): building a source distribution —
+or learning the dependencies of one with dynamic metadata — runs its code, and uv then neither
+builds nor even considers an sdist. Only wheels are accepted by default; with ``allow_sdist``
+the packages uv finds no wheel for are built from their sdists in throwaway containers and
+offered back to uv as wheels (``sdist``), so still nothing of theirs runs on the host.
 
 A resolution is cached under the hash of its inputs (requirements, target, index, options, uv's
 version), so a second run with the same skills needs neither the index nor uv.
@@ -212,8 +213,9 @@ def resolution_key(lines: list[str], target: Target, index: str, allow_sdist: bo
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-def _run_uv(lines: list[str], target: Target, index: str, allow_sdist: bool) -> tuple[int, str, str]:
-    """(exit status, pylock text, stderr) of one ``uv pip compile``."""
+def run_uv(lines: list[str], target: Target, index: str, *, find_links: Path | None = None) -> tuple[int, str, str]:
+    """(exit status, pylock text, stderr) of one ``uv pip compile``, building disabled;
+    ``find_links``: a folder of wheels built from sdists, offered beside the index."""
     uv = uv_binary()
     with tempfile.TemporaryDirectory(prefix="skillctl-resolve-") as tmp:
         req_in = Path(tmp) / "requirements.in"
@@ -224,12 +226,13 @@ def _run_uv(lines: list[str], target: Target, index: str, allow_sdist: bool) -> 
             "--python-version", target.python, "--python-platform", target.uv_platform,
             "--index-url", index, "--no-config", "--no-header", "--quiet",
             "--cache-dir", str(cache_dir() / "uv"),
+            # uv's promise for --no-build: "resolving will not run arbitrary Python code". It
+            # never picks an sdist then, so one with dynamic metadata is never built here to
+            # learn its dependencies (--allow-sdist builds sdists in containers instead).
+            "--no-build",
         ]
-        # Wheels only by default. With allow_sdist uv may choose a source distribution; it reads
-        # the metadata of one with a static pyproject.toml without building it (a dynamic one
-        # would be built here to learn its dependencies — see the README's known gaps).
-        if not allow_sdist:
-            cmd += ["--only-binary", ":all:"]
+        if find_links is not None:
+            cmd += ["--find-links", str(find_links)]
         # Only our options count: a user's UV_*/PIP_* settings (extra indexes, find-links,
         # constraints) must not change what a skill environment resolves to.
         env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_"))}
@@ -246,7 +249,8 @@ def _reason(stderr: str) -> str:
     return " ".join(p for p in parts if p)[:600] or "uv failed without a message"
 
 
-def _failure(decl: Declarations, target: Target, index: str, allow_sdist: bool, stderr: str) -> EnvError:
+def _failure(decl: Declarations, target: Target, index: str, allow_sdist: bool, stderr: str,
+             find_links: Path | None = None) -> EnvError:
     """The clearest error for a failed resolution: a conflict between two owners, named."""
     reason = _reason(stderr)
     if not allow_sdist and ("building from source is disabled" in stderr or "no usable wheels" in stderr
@@ -258,14 +262,15 @@ def _failure(decl: Declarations, target: Target, index: str, allow_sdist: bool, 
         )
     owners = decl.owners()
     if len(owners) > 1:
+        def fails(part: Declarations) -> bool:
+            return run_uv(requirement_lines(part, target), target, index, find_links=find_links)[0] != 0
+
         for a, b in itertools.combinations(owners, 2):
             pair = decl.for_owners([a, b])
-            if _run_uv(requirement_lines(pair, target), target, index, allow_sdist)[0] == 0:
+            if not fails(pair):
                 continue
-            if _run_uv(requirement_lines(decl.for_owners([a]), target), target, index, allow_sdist)[0] != 0:
-                break  # a alone fails: not a conflict between two owners
-            if _run_uv(requirement_lines(decl.for_owners([b]), target), target, index, allow_sdist)[0] != 0:
-                break
+            if fails(decl.for_owners([a])) or fails(decl.for_owners([b])):
+                break  # one alone fails: not a conflict between two owners
             clash = _clashing(pair, a, b)
             return EnvError(f"requirements conflict between {a} and {b}: {clash}; {reason}")
     return EnvError(f"cannot resolve the environment ({', '.join(owners)}): {reason}")
@@ -289,10 +294,15 @@ def resolve(
     *,
     index: str | None = None,
     allow_sdist: bool = False,
+    builder: Any = None,
     refresh: bool = False,
     progress: Progress | None = None,
 ) -> Resolution:
-    """Resolve ``decl``'s Python requirements for ``target`` (cached by inputs)."""
+    """Resolve ``decl``'s Python requirements for ``target`` (cached by inputs).
+
+    With ``allow_sdist``, ``builder`` (a ``skillctl.env.sdist.SdistBuilder``) builds the
+    packages that have no wheel, each in a throwaway container.
+    """
     say = progress or (lambda _line: None)
     check_requires_python(decl, target)
     index = index_url(index)
@@ -307,9 +317,15 @@ def resolve(
         say(f"environment: {len(lines)} requirement(s) resolved before (cache {key[:12]})")
         return Resolution(target, index, parse_pylock(text, target, str(cached)), text)
     say(f"resolving {len(lines)} requirement(s) for Python {target.python} on {target.uv_platform} from {index}")
-    status, text, stderr = _run_uv(lines, target, index, allow_sdist)
-    if status != 0:
-        raise _failure(decl, target, index, allow_sdist, stderr)
+    with tempfile.TemporaryDirectory(prefix="skillctl-built-") as links:
+        if allow_sdist:
+            from skillctl.env.sdist import resolve_with_sdists
+
+            status, text, stderr = resolve_with_sdists(lines, target, index, builder, Path(links), say)
+        else:
+            status, text, stderr = run_uv(lines, target, index)
+        if status != 0:
+            raise _failure(decl, target, index, allow_sdist, stderr, Path(links) if allow_sdist else None)
     files = parse_pylock(text, target)
     cached.parent.mkdir(parents=True, exist_ok=True)
     tmp = cached.with_suffix(f".{os.getpid()}.tmp")

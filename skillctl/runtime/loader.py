@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from skillctl.bundle import DEFAULT_MTIME, BundleContents, read_artifact, sha256_digest
 from skillctl.bundle.canonical import canonical_tar, sorted_entries
@@ -74,6 +74,22 @@ def catalog_for(skills: Sequence[ResolvedSkill], *, root: str = SKILLS_ROOT, bud
     return render_catalog(entries, budget_chars=budget_chars, root_hint=root)
 
 
+def fetch_bundles(store: Store, skills: Sequence[ResolvedSkill]) -> dict[str, BundleContents]:
+    """Step 2's first half: fetch every bundle and check it (its sha256 against the resolved
+    digest, then as a hostile archive); the verified contents by digest. Fetched once, they
+    serve everyone who reads the skills before the run — the loader and the environment."""
+    verified: dict[str, BundleContents] = {}
+    for rs in skills:
+        if rs.digest in verified:
+            continue
+        data = store.fetch(rs)
+        if sha256_digest(data) != rs.digest:
+            raise IntegrityError(f"{rs.name}@{rs.version}: bundle does not match its digest {rs.digest[:19]}…")
+        verified[rs.digest] = read_artifact(data, rs.artifact_type, expected_name=rs.name,
+                                            source=f"{rs.name}@{rs.version}")
+    return verified
+
+
 def load_skills(
     refs: Sequence[str | ResolvedSkill],
     store: Store,
@@ -82,11 +98,13 @@ def load_skills(
     root: str | None = None,
     catalog_budget_chars: int = DEFAULT_BUDGET_CHARS,
     progress: Callable[[str], None] | None = None,
+    bundles: Mapping[str, BundleContents] | None = None,
 ) -> LoadedSkills:
     """Resolve, fetch, verify and unpack ``refs`` into ``sandbox``; return the c₁ catalog.
 
     ``refs`` may be reference strings or already-resolved skills (e.g. from a skills.lock, whose
-    digests are then enforced: the store must serve exactly those bytes).
+    digests are then enforced: the store must serve exactly those bytes). ``bundles``: contents
+    ``fetch_bundles`` already verified, by digest; only the skills missing there are fetched.
     """
     # Where the agent sees the skills: /skills in a container, a folder on this machine for the
     # local backend. ``root`` overrides only what the catalog says (a runtime that maps paths).
@@ -94,12 +112,12 @@ def load_skills(
     resolved = resolve_all(store, refs)  # step 1 for all skills before any copying: fail early
     # Step 2 in two halves: fetch and verify *every* bundle before copying any, so a tampered or
     # hostile bundle leaves the sandbox untouched instead of half loaded.
-    verified: list[BundleContents] = []
-    for rs in resolved:
-        data = store.fetch(rs)
-        if sha256_digest(data) != rs.digest:
-            raise IntegrityError(f"{rs.name}@{rs.version}: bundle does not match its digest {rs.digest[:19]}…")
-        verified.append(read_artifact(data, rs.artifact_type, expected_name=rs.name, source=f"{rs.name}@{rs.version}"))
+    have = dict(bundles or {})
+    have.update(fetch_bundles(store, [rs for rs in resolved if rs.digest not in have]))
+    verified = [have[rs.digest] for rs in resolved]
+    for rs, contents in zip(resolved, verified):
+        if (contents.name, contents.digest) != (rs.name, rs.digest):  # a caller's map, keyed wrongly
+            raise IntegrityError(f"{rs.name}@{rs.version}: the bundle given for it is {contents.name} {contents.digest[:19]}…")
     # One copy for all skills: each put_archive costs the daemon a fixed ~50–80 ms (it sets up a
     # helper in the container's mounts), which made copying dominate the time to first prompt.
     # The archive is rebuilt from the verified contents, so what lands is exactly what was checked.

@@ -6,7 +6,10 @@
       open_model, make_approver               a bad model spec or policy fails first
       make_egress()                           the network policy's session, secrets read now
                                               (None without a network)
-      registry() -> resolve_skills()          the skills' metadata only, before any container
+      registry() -> resolve_skills()          the skills' metadata only, before any container;
+                                              with a lock, check_trust() applies its policy
+      fetch_bundles(skills, registry)         every bundle fetched once and verified; the
+                                              environment and the loader both read these
       memory_session()                        hold the long-term memory (one run at a time)
       select_image(skills, registry)          which image: the backend's base image with the
                                               environment the skills declare layered on it
@@ -37,10 +40,11 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
+from skillctl.bundle import BundleContents
 from skillctl.errors import SandboxError, SkillctlError
 from skillctl.protocols import ExecResult, Model, RegistryReader, ResolvedSkill, Sandbox
 from skillctl.runtime.approval import ApprovalPolicy, Approver
-from skillctl.runtime.loader import load_skills, resolve_all
+from skillctl.runtime.loader import fetch_bundles, load_skills, resolve_all
 from skillctl.runtime.loop import Agent
 from skillctl.runtime.memory import MEMORY_DIR, Memory
 from skillctl.runtime.prompt import memory_section, system_prompt
@@ -77,6 +81,7 @@ class Runner:
         self.progress = spec.progress or (lambda _line: None)
         self.transcript_path = spec.transcript or default_transcript_path()
         self.memory: Memory | None = None  # held by memory_session for the run
+        self.bundles: dict[str, BundleContents] = {}  # the skills' verified contents, by digest
         self.memory_tar = b""
         self.egress: EgressSession | None = None  # made by make_egress, live in sandbox_session
         self.transcript: Transcript | None = None  # the agent's, once make_agent made it
@@ -89,6 +94,7 @@ class Runner:
         self.egress = self.make_egress()
         with self.registry() as registry:
             skills = self.resolve_skills(registry)
+            self.bundles = self.fetch_bundles(skills, registry)
             # Packed before the container starts, so a bad input fails in one line without one.
             staged = inputs_tar(list(spec.inputs)) if spec.inputs else None
             with self.memory_session():  # before the image: a busy memory fails fast
@@ -179,6 +185,11 @@ class Runner:
         check_lock(lock, registry, folder, where=str(beside if beside.exists() else self.spec.lock), progress=self.progress,
                    current_trust=current)
 
+    def fetch_bundles(self, skills: list[ResolvedSkill], registry: RegistryReader | None) -> dict[str, BundleContents]:
+        """Every skill's bundle, fetched once and verified (digest, then as a hostile archive)
+        before any container starts; the environment and the loader both read these."""
+        return fetch_bundles(registry, skills) if registry is not None else {}
+
     def select_image(self, skills: list[ResolvedSkill], registry: RegistryReader | None) -> str | None:
         """Which image the sandbox runs: the backend's base image (``spec.image``, else its
         default, built if missing) with the environment the skills — or the lock — declare
@@ -192,7 +203,7 @@ class Runner:
         from skillctl.env.prepare import run_image
 
         return run_image(skills, registry, base, lock_path=self.spec.lock, index=self.spec.index_url,
-                         allow_sdist=self.spec.allow_sdist, progress=self.progress)
+                         allow_sdist=self.spec.allow_sdist, bundles=self.bundles, progress=self.progress)
 
     @contextmanager
     def memory_session(self) -> Iterator[Memory | None]:
@@ -251,7 +262,7 @@ class Runner:
         catalog = ""
         if registry is not None:
             loaded = load_skills(skills, registry, sandbox, catalog_budget_chars=self.spec.catalog_budget_chars,
-                                 progress=self.progress)
+                                 progress=self.progress, bundles=self.bundles)
             catalog = loaded.catalog_text
         memory = ""
         if self.memory is not None:

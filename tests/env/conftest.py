@@ -17,6 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from package_index import PackageIndex  # noqa: E402
+from sandbox_fixtures import on_ci  # noqa: E402
 
 from skillctl.env.target import Target  # noqa: E402
 
@@ -33,11 +34,10 @@ def real_skill(owner_repo: str, name: str) -> Path:
 
 @pytest.fixture(scope="session")
 def wheels_dir() -> Path:
-    if not any(WHEELS.glob("numpy-*.whl")):
-        message = f"no test wheels in {WHEELS}: run scripts/setup.sh (it downloads them once)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    # setuptools: the build backend of the source distributions the --allow-sdist tests make.
+    if not any(WHEELS.glob("numpy-*.whl")) or not any(WHEELS.glob("setuptools-*.whl")):
+        message = f"no test wheels (or an older set) in {WHEELS}: run scripts/setup.sh (it downloads them once)"
+        pytest.fail(message) if on_ci() else pytest.skip(message)
     return WHEELS
 
 
@@ -67,3 +67,51 @@ def copy_skill(src: Path, dest_root: Path) -> Path:
     dest = dest_root / src.name
     shutil.copytree(src, dest)
     return dest
+
+
+@pytest.fixture
+def project(tmp_path, index, shared_cache, agent_image):
+    """A registry folder and a CLI environment that resolves from the loopback index."""
+    env = {
+        "SKILLCTL_REGISTRY": str(tmp_path / "reg"),
+        "SKILLCTL_CACHE_DIR": str(shared_cache),
+        "SKILLCTL_INDEX_URL": index.url,
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "OPENAI_BASE_URL": "", "OPENAI_API_KEY": "", "SKILLCTL_MODEL": "",
+    }
+    return env
+
+
+# Packages only these tests make (Debian packages skl-*, sdists marker*): an environment image
+# holding one was built from this session's one-off files and can never be reused.
+OWN_PACKAGES = ("skl-", "markerpkg==", "markerdep==")
+
+
+def remove_images(ids) -> None:
+    """Remove these images (a test's own), waiting as long as a busy shared engine needs."""
+    import docker.errors
+
+    from skillctl.sandbox.client import docker_client
+
+    patient = docker_client(timeout_s=600)
+    try:
+        for image_id in ids:
+            try:
+                patient.images.remove(image_id, force=True)
+            except docker.errors.NotFound:
+                pass
+    finally:
+        patient.close()
+
+
+@pytest.fixture
+def own_env_images(docker_client):
+    """Remove, after the test, the environment images it built from one-off packages (and only
+    those: other images on the shared engine are left alone)."""
+    before = {i.id for i in docker_client.images.list(filters={"label": "org.skillctl.env"})}
+    yield
+    remove_images([
+        image.id for image in docker_client.images.list(filters={"label": "org.skillctl.env"})
+        if image.id not in before
+        and any(p.startswith(OWN_PACKAGES) for p in (image.labels or {}).get("org.skillctl.env.packages", "").split())
+    ])

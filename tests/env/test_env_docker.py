@@ -5,66 +5,13 @@ environment's hash, so later sessions reuse them."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-import yaml
-from click.testing import CliRunner
-
-from skillctl.cli import cli
 
 from .conftest import copy_skill, real_skill
+from .runs import invoke, make_skill, publish, run_outputs, scripted
 
 pytestmark = [pytest.mark.requires_docker, pytest.mark.slow]
-
-
-@pytest.fixture
-def project(tmp_path, index, shared_cache, agent_image):
-    """A registry folder and a CLI environment that resolves from the loopback index."""
-    env = {
-        "SKILLCTL_REGISTRY": str(tmp_path / "reg"),
-        "SKILLCTL_CACHE_DIR": str(shared_cache),
-        "SKILLCTL_INDEX_URL": index.url,
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "OPENAI_BASE_URL": "", "OPENAI_API_KEY": "", "SKILLCTL_MODEL": "",
-    }
-    return env
-
-
-def invoke(env, *args):
-    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
-
-
-def publish(env, folder: Path, *extra: str):
-    result = invoke(env, "publish", str(folder), *extra)
-    assert result.exit_code == 0, result.output
-
-
-def make_skill(root: Path, name: str, script: str, extra: dict[str, str] | None = None) -> Path:
-    skill = root / name
-    (skill / "scripts").mkdir(parents=True)
-    (skill / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Test skill {name}.\nmetadata:\n  version: \"1.0.0\"\n---\nRun scripts/run.py.\n")
-    (skill / "scripts" / "run.py").write_text(script)
-    (skill / "scripts" / "run.py").chmod(0o755)
-    for rel, text in (extra or {}).items():
-        (skill / rel).write_text(text)
-    return skill
-
-
-def scripted(tmp_path: Path, commands: list[str]) -> str:
-    path = tmp_path / "model.yaml"
-    path.write_text(yaml.safe_dump({"steps": [{"shell": commands}, {"answer": "done"}]}), "utf-8")
-    return f"script:{path}"
-
-
-def run_outputs(env, tmp_path, *args, commands):
-    transcript = tmp_path / "t.jsonl"
-    result = invoke(env, "run", *args, "--model", scripted(tmp_path, commands), "--transcript", str(transcript),
-                    "--format", "json", "task")
-    assert result.exit_code == 0, result.output
-    records = [json.loads(line) for line in transcript.read_text().splitlines()]
-    outputs = [o["stdout"] + o["stderr"] for r in records for o in (r.get("details") or {}).get("output", [])]
-    return result, "\n".join(outputs)
 
 
 def test_pep723_skill_imports_numpy_and_yaml_in_the_container_network_off(project, tmp_path):
@@ -154,3 +101,36 @@ def test_real_excel_skill_converts_a_workbook_offline_with_pandas(project, tmp_p
     _, outputs = run_outputs(project, tmp_path, "--skill", "convert-excel-to-md", commands=[f"{make_book} && {convert} && {check}"])
     assert "## Sales" in outputs and "north" in outputs and "| 30" in outputs, outputs[:2000]
     assert "pandas " in outputs
+
+
+class CountingRegistry:
+    """The real registry, counting how often each bundle is fetched."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.fetched: dict[str, int] = {}
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def fetch(self, skill):
+        self.fetched[skill.name] = self.fetched.get(skill.name, 0) + 1
+        return self.inner.fetch(skill)
+
+
+def test_a_run_fetches_each_bundle_once_for_its_environment_and_its_loader(project, tmp_path, monkeypatch):
+    from skillctl.registry import open_registry
+    from skillctl.runtime import RunSpec, run
+
+    publish(project, make_skill(tmp_path, "needs-six", "#!/usr/bin/env python3\nimport six\nprint('six', six.__version__)\n",
+                                {"scripts/requirements.txt": "six==1.16.0\n"}))
+    publish(project, make_skill(tmp_path, "plain", "#!/usr/bin/env python3\nprint('plain')\n"))
+    for name, value in project.items():
+        monkeypatch.setenv(name, value)
+    with open_registry(project["SKILLCTL_REGISTRY"]) as registry:
+        counting = CountingRegistry(registry)
+        result = run(RunSpec(task="task", model=scripted(tmp_path, ["python3 /skills/needs-six/scripts/run.py"]),
+                             skills=["needs-six", "plain"], registry=counting, transcript=tmp_path / "t.jsonl"))
+    assert result.outcome == "answered", result.message
+    assert counting.fetched == {"needs-six": 1, "plain": 1}
+    assert "six 1.16.0" in (tmp_path / "t.jsonl").read_text()

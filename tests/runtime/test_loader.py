@@ -17,7 +17,7 @@ from skillctl.protocols import ResolvedSkill
 from skillctl.registry.local import LocalRegistry
 from skillctl.registry.lockfile import Requirements, resolve_lock, resolve_locked
 from skillctl.registry.prepare import prepare_folder
-from skillctl.runtime.loader import load_skills, resolve_all
+from skillctl.runtime.loader import fetch_bundles, load_skills, resolve_all
 
 from .conftest import EXAMPLE_NAMES, EXAMPLE_SKILLS
 
@@ -118,6 +118,25 @@ def test_bytes_that_do_not_match_the_digest_are_refused(tmp_path, fresh_sandbox)
         with pytest.raises(IntegrityError, match=r"swapped@1\.0\.0: bundle does not match its digest"):
             load_skills(["good-one", "swapped"], store, fresh_sandbox)
     assert fresh_sandbox.exec("ls -A /skills").stdout == ""
+
+
+def test_bundles_verified_before_are_loaded_without_fetching_and_must_match(tmp_path, fresh_sandbox):
+    """A run fetches each bundle once (``fetch_bundles``) and hands the contents to the loader;
+    contents given for another skill are refused before anything is copied."""
+    with LocalRegistry(tmp_path / "reg") as reg:
+        for name in ("given", "other"):
+            reg.publish(prepare_folder(write_skill(tmp_path / "src", name)))
+        given, other = reg.resolve("given"), reg.resolve("other")
+        bundles = fetch_bundles(reg, [given, other])
+        assert set(bundles) == {given.digest, other.digest}
+        swapped = {given.digest: bundles[other.digest]}
+        with pytest.raises(IntegrityError, match=r"given@1\.0\.0: the bundle given for it is other"):
+            load_skills([given], reg, fresh_sandbox, bundles=swapped)
+        assert fresh_sandbox.exec("ls -A /skills").stdout == ""
+        store = ServesOtherBytes(reg, {"given": b"never fetched"})  # it would fail the digest check
+        loaded = load_skills([given, other], store, fresh_sandbox, bundles={given.digest: bundles[given.digest]})
+    assert [s.name for s in loaded.skills] == ["given", "other"]
+    assert "given 1.0.0 ran" in fresh_sandbox.exec("/skills/given/scripts/run.sh").stdout
 
 
 def _hostile_bundle(name: str) -> bytes:
