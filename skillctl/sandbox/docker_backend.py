@@ -37,6 +37,7 @@ from skillctl.errors import SandboxError, SandboxTimeout
 from skillctl.protocols import ExecResult
 from skillctl.sandbox import cleanup
 from skillctl.sandbox.client import daemon_error, docker_client, retry
+from skillctl.sandbox.heap import keep_big_blocks_mapped
 from skillctl.sandbox.output import CappedCapture, capture_share
 from skillctl.sandbox.reaper import Owner, reap
 from skillctl.sandbox.settings import (
@@ -147,6 +148,8 @@ class DockerSandbox:
         """Reap orphans, then create and start the container. Idempotent."""
         import docker.errors
         from docker.types import Ulimit
+
+        keep_big_blocks_mapped()  # command output read by many threads: see sandbox/heap.py
 
         if self._container is not None:
             return

@@ -41,6 +41,7 @@ from skillctl.errors import ConfigError, SandboxError, SandboxTimeout
 from skillctl.fsutil import tar_data_filter
 from skillctl.protocols import ExecResult
 from skillctl.sandbox import cleanup
+from skillctl.sandbox.heap import keep_big_blocks_mapped
 from skillctl.sandbox.output import DEFAULT_CAPTURE_BYTES, DEFAULT_STEP_CAPTURE_BYTES, CappedCapture, capture_share
 from skillctl.sandbox.settings import STANDARD_DIRS, extra_dir_problems
 
@@ -125,6 +126,7 @@ class LocalSandbox:
     def start(self) -> None:
         if self._root is not None:
             return
+        keep_big_blocks_mapped()  # command output read by many threads: see sandbox/heap.py
         stream = self._warn_stream or sys.stderr
         print(WARNING.format(user=_whoami()), file=stream, flush=True)
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 import re
 
 import pytest
@@ -9,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skillctl.protocols import ExecResult
+from skillctl.sandbox.heap import keep_big_blocks_mapped
 from skillctl.sandbox.output import MIN_FORMAT_LIMIT, CappedCapture, format_result, truncate_middle
 
 MARKER = re.compile(r"\n\[… (\d+) characters truncated …\]\n")
@@ -82,8 +84,32 @@ def test_capture_memory_stays_bounded_for_huge_chunks():
     cap = CappedCapture(1024)
     for _ in range(50):
         cap.feed(b"x" * 1_000_000)
-    assert len(cap._tail) <= 2 * 512 and len(cap._head) == 512
+    assert cap.kept == 1024
     assert cap.dropped == 50_000_000 - 1024
+
+
+def test_capture_of_many_small_chunks_keeps_at_most_one_chunk_beyond_the_cap():
+    cap = CappedCapture(10_000)
+    for i in range(20_000):
+        cap.feed(bytes([65 + i % 26]) * 700)
+        assert cap.kept <= 10_000 + 700
+    assert cap.total == 14_000_000 and cap.dropped == 14_000_000 - 10_000
+    text = cap.text()
+    assert text.startswith("A" * 700 + "B" * 700) and text.endswith(chr(65 + 19_999 % 26) * 700)
+    assert len(text.partition("\n[… ")[2].partition("…]\n")[2]) == 5_000
+
+
+def test_a_character_split_between_head_and_tail_stays_whole_when_nothing_was_dropped():
+    cap = CappedCapture(4)  # head keeps 2 bytes: "a" and the first byte of "é"
+    for byte in "aéb".encode():
+        cap.feed(bytes([byte]))
+    assert cap.dropped == 0 and cap.text() == "aéb"
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="only glibc has mallopt")
+def test_the_mmap_threshold_is_fixed_where_glibc_lets_us():
+    assert keep_big_blocks_mapped() is True
+    assert keep_big_blocks_mapped() is True  # once per process; calling again is harmless
 
 
 def test_capture_cap_must_be_sane():
