@@ -196,12 +196,27 @@ def _build_lock() -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def agent_images(client: Any, recipe_hash: str | None = None) -> list[Any]:
+    """Local agent images (of ``recipe_hash`` when given).
+
+    Images built on an agent image inherit its labels, so skill environment images (labelled
+    ``org.skillctl.env…``) carry the recipe label too; they are not agent images.
+    """
+    wanted = f"{RECIPE_LABEL}={recipe_hash}" if recipe_hash else RECIPE_LABEL
+    return [
+        image
+        for image in client.images.list(filters={"label": wanted})
+        if not any(key.startswith("org.skillctl.env") for key in image.attrs.get("Config", {}).get("Labels") or {})
+    ]
+
+
 def find_image(client: Any, recipe_hash: str) -> Any | None:
-    """The newest local image labelled with ``recipe_hash``, or None."""
-    images = client.images.list(filters={"label": f"{RECIPE_LABEL}={recipe_hash}"})
+    """The local agent image of ``recipe_hash`` (the one tagged for it if several), or None."""
+    images = agent_images(client, recipe_hash)
     if not images:
         return None
-    return max(images, key=lambda image: image.attrs.get("Created", ""))
+    tag = f"{IMAGE_REPO}:{recipe_hash[:12]}"
+    return max(images, key=lambda image: (tag in image.tags, image.attrs.get("Created", "")))
 
 
 def _run_logged(cmd: list[str], progress: Progress, what: str) -> None:
@@ -333,6 +348,10 @@ def ensure_image(
     with _build_lock():
         existing = None if force else find_image(client, rec.hash)
         if existing is not None:
+            if rec.tag not in existing.tags:
+                # Its tag was removed (an interrupted clean-up, a `docker rmi` of a tag in use):
+                # the image is still the recipe's, so name it again rather than fail.
+                existing.tag(IMAGE_REPO, rec.tag.partition(":")[2])
             say(f"{rec.tag} is up to date (recipe {rec.hash[:12]})")
         else:
             if rec.uses_local_base:
@@ -359,7 +378,7 @@ def image_status(client: Any | None = None, base: str | None = None) -> dict[str
     rec = recipe(base)
     current = find_image(client, rec.hash)
     images = []
-    for image in client.images.list(filters={"label": RECIPE_LABEL}):
+    for image in agent_images(client):
         labels = image.attrs.get("Config", {}).get("Labels") or {}
         images.append(
             {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -9,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import docker.errors
 import pytest
 from click.testing import CliRunner
 
@@ -123,20 +125,37 @@ def test_ensure_image_is_idempotent(agent_image, docker_client):
 
 @pytest.mark.requires_docker
 def test_changed_recipe_builds_a_new_image_on_the_cached_base(agent_image, docker_client, context_copy, monkeypatch):
+    from skillctl.sandbox.client import docker_client as connect
+
     with (context_copy / "Dockerfile").open("a") as handle:
         handle.write("\n# recipe change for a test\n")
     monkeypatch.setenv("SKILLCTL_CONTAINER_DIR", str(context_copy))
     lines: list[str] = []
     ref = ensure_image(progress=lines.append, client=docker_client)
+    patient = connect(timeout_s=600)  # a shared engine busy building may take minutes to remove
+    hold = "skillctl-test-hold:changed-recipe"
     try:
         assert ref != agent_image and ref == recipe().tag
         assert any(line.startswith("building ") for line in lines)
         assert any("exists, reusing it" in line for line in lines)  # no second debootstrap
-        assert docker_client.images.get(ref).labels[RECIPE_LABEL] == recipe(context=context_copy).hash
+        image = docker_client.images.get(ref)
+        assert image.labels[RECIPE_LABEL] == recipe(context=context_copy).hash
+
+        # Its tag removed (the image kept by another name): found again and named, not rebuilt
+        # and not a failure.
+        image.tag(hold)
+        patient.api.remove_image(ref)
+        lines.clear()
+        assert ensure_image(progress=lines.append, client=docker_client) == ref
+        assert lines == [f"{ref} is up to date (recipe {ref.partition(':')[2]})"]
+        assert docker_client.images.get(ref).id == image.id
     finally:
         monkeypatch.delenv("SKILLCTL_CONTAINER_DIR")
-        ensure_image(client=docker_client)  # `latest` back on the real recipe first, so that
-        docker_client.images.remove(ref)  # removing the test tag removes the test image
+        ensure_image(client=patient)  # `latest` back on the real recipe first, so that
+        for name in (hold, ref):  # removing the test's tags removes the test image
+            with contextlib.suppress(docker.errors.NotFound):
+                patient.images.remove(name)
+        patient.close()
 
 
 @pytest.mark.requires_docker
