@@ -1,12 +1,12 @@
-"""Long sub-agents inside the context window: naive sending vs fitting (issue 6, deliverable 7).
+"""Long sub-agents inside the context window: naive sending vs fitting.
 
 The seed's scenario: 8 sub-agents, one user message each, each reading 40 long chapters (texts
 in several scripts, ~30k estimated tokens each, so ~1.2M tokens per agent) with a 400k budget per
 request and a hard model limit of 1M. The model is scripted (it reads every chapter in turn, with
 a short `wc` before each), so every mode replays the same trajectory: only what is *sent* differs.
 
-* naive: the whole history each time; a request over the hard limit is rejected and, as E3 says,
-  not retried — the agent ends there.
+* naive: the whole history each time; a request over the hard limit is rejected as invalid and,
+  like any invalid request, not retried — the agent ends there.
 * fitted: ``skillctl.context.fit(history, 400_000)`` before every request.
 * baseline for prompt caching: the same fitting with batches of one instead of four.
 * baseline for speed: re-estimating every message per request (no memo) vs memoised fitting.
@@ -152,7 +152,7 @@ def run(t: Trajectory, prefix_sums: list[int], mode: str, policy: FitPolicy | No
                 o.fit_ms_1m.append(ms)
             o.pass_used[r.pass_used] = o.pass_used.get(r.pass_used, 0) + 1
             sent, tokens = r.messages, r.tokens
-        if tokens > HARD_LIMIT:  # the model rejects the request as invalid; E3: no retry
+        if tokens > HARD_LIMIT:  # the model rejects the request as invalid: no retry
             o.over_limit = True
             break
         o.requests += 1
@@ -193,7 +193,7 @@ def main() -> None:
     chapters = [text for _, text in chapters_meta]
     ru = next(text for script, text in chapters_meta if script == "russian")
     print(f"chapters: {CHAPTERS} in {len(set(SCRIPTS))} scripts, built in {time.perf_counter() - t0:.1f}s")
-    print(f"E5 estimate of a Russian chapter: {estimate_tokens(ru):,} tokens vs chars/4 {len(ru) // 4:,} "
+    print(f"per-script estimate of a Russian chapter: {estimate_tokens(ru):,} tokens vs chars/4 {len(ru) // 4:,} "
           f"(ratio {estimate_tokens(ru) / (len(ru) / 4):.2f})")
 
     trajs = [trajectory(a, chapters) for a in range(AGENTS)]

@@ -2,7 +2,7 @@
 
 Builds a realistic skill folder (a few hundred files: scripts, references, JSON, a few binary
 assets), times both in the same run, alternating them so machine noise hits both alike, and
-prints medians and the ratio, last, as ``pack_vs_tar=R``. Target (issue 3): R <= 1.2.
+prints medians and the ratio, last, as ``pack_vs_tar=R``. Target: R <= 1.2.
 
     python bench/pack_vs_tar.py [--files 300] [--reps 7] [--keep]
 

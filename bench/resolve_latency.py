@@ -4,7 +4,7 @@ Fills a fresh local registry, then times ``resolve`` for several ranges (latest,
 exact, ranges near the bottom, a range nothing matches) and, in the same run, two baselines:
 the same ranges against a registry of 10 versions, and a bare ``SELECT 1`` round trip on the
 registry's own connection. Prints p50/p95 and the ratios, last, as
-``resolve_p50_ms=X versions=N`` where X is the worst p50 over all ranges. Target (issue 3):
+``resolve_p50_ms=X versions=N`` where X is the worst p50 over all ranges. Target:
 p50 <= 20 ms at 10,000 versions.
 
     python bench/resolve_latency.py [--versions 10000] [--reps 200]

@@ -94,7 +94,8 @@ class ModelError(SkillctlError):
     pass
 
 
-# The person-facing text of MISSION E3: the person handles it, it is not an alert.
+# What the person reads when the conversation no longer fits the model: it is theirs to handle
+# (start a new conversation), not an alert.
 CONTEXT_TOO_LONG_MESSAGE = (
     "this conversation has grown too long for the model to read at once; "
     "start a new one for the next step — everything built so far stays"

@@ -2,8 +2,8 @@
 
 A history is a list of ``Message``s in the Chat Completions shape (system / user / assistant with
 tool calls / tool results). Messages never change once written, so each one computes its token
-estimate once (MISSION E5) and keeps it. Context fitting builds *new* lists of messages to send;
-it never edits a message in place.
+estimate once (``skillctl.tokens``) and keeps it. Context fitting builds *new* lists of messages
+to send; it never edits a message in place.
 """
 
 from __future__ import annotations

@@ -149,8 +149,8 @@ class ResolvedSkill:
 
 @runtime_checkable
 class Store(Protocol):
-    """Where bundles live. ``resolve`` reads metadata only (B1); ``fetch`` returns bundle bytes
-    whose sha256 has been checked against ``ResolvedSkill.digest`` (B2)."""
+    """Where bundles live. ``resolve`` reads metadata only; ``fetch`` returns bundle bytes
+    whose sha256 has been checked against ``ResolvedSkill.digest``."""
 
     def resolve(self, ref: str) -> ResolvedSkill: ...
 

@@ -1,4 +1,4 @@
-"""Token estimates without a tokenizer (MISSION E5).
+"""Token estimates without a tokenizer, per script.
 
 Per script: plain ASCII costs 1 token per 4 characters; Chinese, Japanese and Korean 1 per
 character; everything else (Cyrillic, Greek, Arabic, accented Latin, emoji…) 1 per 2 characters.
@@ -79,7 +79,7 @@ def estimate_tokens(text: str) -> int:
 
 
 class EstimateTokenizer:
-    """The E5 estimate behind the ``Tokenizer`` protocol."""
+    """The per-script estimate behind the ``Tokenizer`` protocol."""
 
     def count(self, text: str) -> int:
         return estimate_tokens(text)

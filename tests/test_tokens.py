@@ -1,4 +1,4 @@
-"""The E5 token estimate, pinned per script (MISSION E5).
+"""The token estimate without a tokenizer, pinned per script.
 
 ASCII costs 1 token per 4 characters, CJK (Han, Hiragana, Katakana, Hangul) 1 per character,
 everything else 1 per 2 characters; each class is rounded up on its own.
@@ -45,7 +45,7 @@ def test_cyrillic_is_two_characters_per_token():
     russian = "Съешь же ещё этих мягких французских булок, да выпей чаю."
     assert script_counts(russian) == (11, 0, 46)  # 9 spaces, comma, full stop; 46 letters
     assert estimate_tokens(russian) == 3 + 23
-    # E5's point: chars/4 under-counts Russian by almost half (seed: 25,023 vs 43,423).
+    # Why per script: chars/4 under-counts Russian by almost half (seed: 25,023 vs 43,423).
     assert estimate_tokens(russian) >= 1.7 * math.ceil(len(russian) / 4)
 
 

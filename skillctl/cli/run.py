@@ -35,7 +35,7 @@ from skillctl.sandbox import BACKENDS as SANDBOXES
 @click.option("--memory-limit", metavar="SIZE", help="Container memory limit, e.g. 4g (docker; default 2g).")
 @click.option("--cpus", type=click.FloatRange(min=0.01), help="Container CPU limit (docker; default 1).")
 @click.option("--catalog-budget", type=click.IntRange(min=200), help="Characters the skills catalog may take in c1 (default: 2 % of --context-budget, i.e. 8,000 for 100k tokens).")
-@click.option("--compact", is_flag=True, help="When clearing old tool results is not enough, let the model summarise the oldest part of the conversation instead of dropping it (D7; costs extra model calls).")
+@click.option("--compact", is_flag=True, help="When clearing old tool results is not enough, let the model summarise the oldest part of the conversation instead of dropping it (costs extra model calls).")
 @click.option("--subagents", is_flag=True, help="Offer the model a `subagent` tool: a fresh-context agent run on a sub-task whose final answer alone comes back.")
 @click.option("--memory", "memory", metavar="NAME|DIR", help="Long-term memory that outlives the run: a NAME (kept in the user data folder) or a folder path such as ./notes. The agent finds it at /memory and c1 shows the first lines of its MEMORY.md; one run at a time per memory. See `skillctl memory`.")
 @click.option("--output", "output_dir", type=click.Path(file_okay=False, path_type=Path), help="After the run, copy the sandbox's working folder here (links and special files are skipped).")

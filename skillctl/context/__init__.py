@@ -1,12 +1,13 @@
-"""Keeping long runs inside the context window (MISSION E1–E5, D7).
+"""Keeping long runs inside the context window: what is sent fits a token budget, the saved
+history keeps everything, and the model is told how old results disappear.
 
 The agent loop calls ``fit(history, budget)`` before every model request and sends
 ``FitResult.messages``; the history itself is never changed. ``CLEARING_NOTICE`` goes into the
-system prompt (E4). ``PrefixReuse`` measures how cache-friendly the requests were, for the run
-summary. ``Compactor`` is the optional summarising variant (D7), off unless the loop builds one.
+system prompt. ``PrefixReuse`` measures how cache-friendly the requests were, for the run
+summary. ``Compactor`` is the optional summarising variant, off unless the loop builds one.
 
 Module map: ``structure`` (head, blocks, rounds, turns), ``policy`` (knobs), ``sizing`` (token
-counts), ``fitting`` (the three passes), ``prefix`` (cache figure), ``compaction`` (D7),
+counts), ``fitting`` (the three passes), ``prefix`` (cache figure), ``compaction`` (summaries),
 ``notices`` (every text the model sees).
 """
 

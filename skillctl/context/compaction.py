@@ -1,4 +1,4 @@
-"""Optional summarising compaction (MISSION D7): summarise the oldest part instead of cutting it.
+"""Optional summarising compaction: summarise the oldest part instead of cutting it.
 
 Off by default: ``fit`` never calls a model. A loop configured for compaction builds one
 ``Compactor`` per run around a ``summarize(messages) -> str`` callable (backed by the model) and

@@ -1,13 +1,13 @@
-"""Fit what is sent to the model into a token budget (MISSION E1, E2, E3).
+"""Fit what is sent to the model into a token budget, in three passes, or say it cannot be done.
 
 ``fit(history, budget)`` returns the messages to send for the next model request. It is a pure
-function of (history, budget, policy, tokenizer): the history is never changed (E1: the saved
+function of (history, budget, policy, tokenizer): the history is never changed (the saved
 history keeps everything); cleared results and notes are new ``Message`` objects in the result.
 The words *head*, *first message*, *block*, *round* and *turn* are defined in
 ``skillctl.context.structure``. The budget covers the messages only: the caller subtracts what
 else goes into the request (tool schemas, room for the reply).
 
-Passes, each tried only when the one before did not make the request fit (E2):
+Passes, each tried only when the one before did not make the request fit:
 
 0. Everything fits: the history is sent as it is.
 1. **Clear old tool results.** Candidates are the body's tool results that are (a) older than the
@@ -24,8 +24,8 @@ Passes, each tried only when the one before did not make the request fit (E2):
    So the newest tool result is never cleared, and is always sent while its turn is the last;
    only pass 2 may cut it, with its whole turn, once a newer user turn has begun.
 
-When even pass 3 cannot fit, ``ContextTooLong`` (E3's message) is raised: the loop ends the run
-with outcome ``context_too_long`` and does not retry.
+When even pass 3 cannot fit, ``ContextTooLong`` (with the message the person reads) is raised:
+the loop ends the run with outcome ``context_too_long`` and does not retry.
 
 Why the cleared prefix is stable (prompt caching): with a fixed budget, a growing history only
 appends messages. Each message's size is fixed (memoised), so the kept window's start can only
@@ -91,9 +91,10 @@ def fit(
 ) -> FitResult:
     """The request to send for ``history`` within ``budget`` tokens (see the module docstring).
 
-    ``tokenizer`` replaces the E5 estimate (``None``); pass the same object on every call so that
-    each message is counted once. Raises ``ConfigError`` for a bad budget, policy or history item
-    and ``ContextTooLong`` when no request within the budget can keep the head and newest round.
+    ``tokenizer`` replaces the per-script estimate (``None``); pass the same object on every call
+    so that each message is counted once. Raises ``ConfigError`` for a bad budget, policy or
+    history item and ``ContextTooLong`` when no request within the budget can keep the head and
+    newest round.
     """
     policy = _check_policy(policy)
     _check_budget(budget)

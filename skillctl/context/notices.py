@@ -1,4 +1,5 @@
-"""Texts the fitting puts in front of the model (MISSION E2, E4, D7).
+"""Texts the fitting puts in front of the model: the instructions about clearing, the notes that
+stand where something was cleared or cut, and the header of a summary.
 
 They live next to the fitting code on purpose: the agent's instructions (``CLEARING_NOTICE``, for
 c₁) must describe exactly what ``fit`` does, and the notes must say what happened and what the
@@ -8,7 +9,8 @@ caches start over: change them deliberately.
 
 from __future__ import annotations
 
-# E4: goes into the system prompt. The seeds report that a sub-agent not told about clearing
+# Goes into the system prompt, so the agent keeps working on a long task and re-reads what it
+# needs instead of stopping. The seeds report that a sub-agent not told about clearing
 # stopped at 100k tokens of a 400k budget "to save space"; this text is the fix.
 CLEARING_NOTICE = (
     "Context management: the conversation is fitted to the context window automatically. "
@@ -19,20 +21,20 @@ CLEARING_NOTICE = (
     "the file)."
 )
 
-# E2 pass 1: replaces the content of a cleared tool result in what is sent.
+# Pass 1 (clear old tool results): replaces the content of a cleared tool result in what is sent.
 CLEARED_NOTE = "[tool result cleared to fit the context window; run the tool again if you need it]"
 
-# E2 pass 2: stands where whole earlier turns were cut.
+# Pass 2 (keep whole user turns): stands where whole earlier turns were cut.
 TURNS_CUT_NOTE = (
     "[earlier turns of this conversation were cut to fit the context window; the first message "
     "and the most recent turns are kept]"
 )
 
-# E2 pass 3: stands where earlier tool rounds of the current (long) turn were cut.
+# Pass 3 (keep whole tool rounds): stands where earlier rounds of the current long turn were cut.
 ROUNDS_CUT_NOTE = (
     "[earlier tool calls and results of this task were cut to fit the context window; the first "
     "message and the most recent ones are kept; run a tool again if you need its output]"
 )
 
-# D7: heads the message that replaces the oldest part of the history when compaction is on.
+# Summarising compaction: heads the message that replaces the oldest part of the history.
 SUMMARY_HEADER = "[summary of the earlier part of this conversation, written to fit the context window]"

@@ -1,4 +1,4 @@
-"""The knobs of context fitting, with MISSION E2's values as defaults."""
+"""The knobs of context fitting; the defaults are the required ones (four at a time, a quarter)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from skillctl.errors import ConfigError
 class FitPolicy:
     """How ``fit`` makes a history fit a budget.
 
-    ``batch_size``           tool results are cleared this many at a time, oldest first (E2: 4).
+    ``batch_size``           tool results are cleared this many at a time, oldest first (4).
     ``keep_recent_fraction`` the newest tool results whose estimates add up to at most this
                              fraction of the budget are never cleared; the newest one never is,
-                             whatever its size (E2: a quarter).
+                             whatever its size (a quarter).
     ``small_result_factor``  a tool result is "not much bigger than the note" — and so never
                              cleared — when its estimate is at most this multiple of the estimate
                              of its cleared form. Clearing it would break the prompt cache for

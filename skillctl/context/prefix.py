@@ -1,4 +1,4 @@
-"""How cache-friendly a run's requests were (issue 6, deliverable 3).
+"""How cache-friendly a run's requests were: the prompt-cache figure of the run summary.
 
 Model providers cache the longest prefix a request shares with an earlier one. A request can be
 served from that cache up to the end of the previous request only when the previous request is,

@@ -1,8 +1,9 @@
-"""Message sizes for fitting: the memoised E5 estimate, or a real tokenizer where one is given.
+"""Message sizes for fitting: the memoised per-script estimate, or a real tokenizer if given.
 
-``Message.tokens`` already memoises the E5 estimate on the message itself. A real tokenizer is
-slower than the estimate, so its counts are memoised too, per ``MessageSizer``: pass the same
-sizer (or the same tokenizer object) on every call of a run and each message is counted once.
+``Message.tokens`` already memoises the per-script estimate on the message itself. A real
+tokenizer is slower than the estimate, so its counts are memoised too, per ``MessageSizer``:
+pass the same sizer (or the same tokenizer object) on every call of a run and each message is
+counted once.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ _SIZERS: "weakref.WeakKeyDictionary[object, MessageSizer]" = weakref.WeakKeyDict
 
 
 def sizer_for(tokenizer: Tokenizer | MessageSizer | None) -> Size:
-    """The size function ``fit`` uses for ``tokenizer`` (``None``: the memoised E5 estimate)."""
+    """The size function ``fit`` uses for ``tokenizer`` (``None``: the memoised estimate)."""
     if tokenizer is None or type(tokenizer) is EstimateTokenizer:
         return estimate_size
     if isinstance(tokenizer, MessageSizer):

@@ -2,8 +2,8 @@
 translation of SDK failures into skillctl's error tree.
 
 Retries are the official SDK's (exponential backoff with jitter, honouring ``retry-after``): it
-retries connection errors, timeouts, 408, 409, 429 and 5xx, and never a 400 — which is what
-MISSION E3 asks (an invalid request is not retried). We only choose how many times.
+retries connection errors, timeouts, 408, 409, 429 and 5xx, and never a 400 — an invalid
+request is not retried, since sending it again cannot help. We only choose how many times.
 
 The API key never appears in a message we raise: 401 texts from the server are dropped (OpenAI
 echoes part of the key back), other texts are scrubbed of the key and of the base URL's
@@ -128,7 +128,7 @@ def make_client(endpoint: Endpoint) -> Any:
 
 def is_context_too_long(status: int | None, code: str | None, kind: str | None, message: str) -> bool:
     """Whether an error means the conversation no longer fits the model."""
-    if status == 413:  # the request body is too large for the endpoint: same remedy as E3
+    if status == 413:  # body too large for the endpoint: the same remedy as a too-long conversation
         return True
     if status not in (None, 400, 422):
         return False
@@ -224,5 +224,5 @@ def failed_response_error(endpoint: Endpoint, model: str, code: str | None, mess
 
 def usage_tokens(value: Any) -> int | None:
     """A usage count as reported, or None when it is missing or zero (a context is never empty,
-    so 0 means the server did not count; the loop then uses the E5 estimate)."""
+    so 0 means the server did not count; the loop then uses the per-script estimate)."""
     return value if isinstance(value, int) and value > 0 else None

@@ -1,7 +1,8 @@
 """``openai:MODEL`` — the Responses API (``POST /v1/responses``) through the official SDK.
 
 The whole history is sent on every call with ``store=False``: the harness owns the transcript
-and the context fitting (MISSION E1), so nothing is kept server-side between calls.
+and the context fitting (it fits what is sent and keeps the whole history), so nothing is kept
+server-side between calls.
 
 History mapping (our Chat-shaped ``Message`` → Responses input items):
 
@@ -42,8 +43,9 @@ def to_input_items(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 
 def to_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    # strict=False: the harness validates arguments against the schema itself (MISSION C2), and
-    # strict mode would reject ordinary schemas (optional properties, no additionalProperties).
+    # strict=False: the harness validates arguments against the schema itself (a call that fails
+    # is not run), and strict mode would reject ordinary schemas (optional properties, no
+    # additionalProperties).
     return [
         {"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters, "strict": False}
         for t in tools

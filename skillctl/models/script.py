@@ -18,7 +18,7 @@ beside this module) when the model is opened, so a typo fails before any contain
       - answer: "The file has 42 words."
 
 Tool call ids are ``call_1``, ``call_2``, … in the order the calls appear. The script reports no
-token usage, so the loop falls back to the E5 estimate.
+token usage, so the loop falls back to the per-script estimate (``skillctl.tokens``).
 """
 
 from __future__ import annotations

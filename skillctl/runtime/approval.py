@@ -1,4 +1,4 @@
-"""Approval of shell commands before they run (MISSION C6).
+"""Approval of shell commands before they run: dangerous ones only after a person says yes.
 
 A policy decides per command: ``allow``, ``ask`` or ``deny``. Rules are tried in order and the
 first whose pattern matches decides; a command no rule matches gets the default action. A
@@ -27,7 +27,7 @@ An ``Approver`` turns the policy's ``ask`` into yes or no:
 
 ``deny`` is never overridden, not even by ``all``. ``all`` and ``never`` are explicit choices
 of the person who started the run, so they apply on a terminal too; ``policy`` (the default)
-prompts whenever someone can answer and otherwise refuses, because C6 lets a dangerous action
+prompts whenever someone can answer and otherwise refuses, because a dangerous action may
 run only after a person approved it. A policy file may say ``unattended: allow`` for trusted
 batch use.
 

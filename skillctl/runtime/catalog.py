@@ -1,4 +1,4 @@
-"""The skills catalog that goes into the model's first context c₁ (MISSION B3).
+"""The skills catalog that goes into the model's first context c₁.
 
 Format: the Agent Skills ``<available_skills>`` block (name, description, location of SKILL.md),
 HTML-escaped, skills sorted by name, followed by one line telling the agent how to open a skill.

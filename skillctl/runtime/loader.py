@@ -1,4 +1,4 @@
-"""Loading skills into a sandbox before the first prompt (MISSION B1–B3), in a fixed order:
+"""Loading skills into a sandbox before the first prompt, in a fixed order:
 
 1. resolve every reference and read its metadata from the store (name, description, digest);
 2. fetch each bundle (the store verifies its sha256, and so does the loader), check it as a

@@ -1,5 +1,6 @@
-"""The agent loop (MISSION C1–C4): v_k = M(c_k); tool calls run by the harness; stop at the
-first final answer or at a budget.
+"""The agent loop: v_k = M(c_k); the model only proposes, the harness runs each tool call it
+accepts (unknown tools and bad arguments become error results); stop at the first final answer
+or at a budget; the cost of every call is recorded.
 
 The loop knows only the ``Model`` protocol and a ``ToolBox`` (whose shell tool wraps a
 ``Sandbox``). It is a few small steps, each a method a subclass may replace (the mini-swe-agent
@@ -17,9 +18,9 @@ from an error in one place (``stop_for``); the transcript's ``run_end`` is writt
 ``finally``, whatever happened. What is sent may differ from the history; the history never
 changes.
 
-Cost (C4): c_k is the size of the context sent at call k — the API's reported input tokens when
-it reports them, else the E5 estimate of the messages plus the tool definitions — and
-Z = Σ c_k. With a constant growth d per step, Z = K·c₁ + d·K(K−1)/2.
+Cost: c_k is the size of the context sent at call k — the API's reported input tokens when
+it reports them, else the per-script estimate (``skillctl.tokens``) of the messages plus the
+tool definitions — and Z = Σ c_k. With a constant growth d per step, Z = K·c₁ + d·K(K−1)/2.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class Agent:
         self.transcript = transcript or Transcript(None)
         self.progress = progress or (lambda _m: None)
         self.clock = clock
-        # What is sent for a history: ``fit`` (clear, then cut) or a Compactor's ``fit`` (D7).
+        # What is sent for a history: ``fit`` (clear, then cut) or a summarising ``Compactor``.
         self.fitter = fitter or (lambda history, budget: fit(history, budget))
         self.cancel = cancel
 

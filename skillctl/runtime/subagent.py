@@ -1,10 +1,10 @@
-"""Sub-agents (MISSION C5): another agent run, started as a tool, with its own fresh context.
+"""Sub-agents: another agent run, started as a tool, with its own fresh context.
 
 The parent's model calls ``subagent`` with a task; the harness starts a new ``Agent`` on the same
 model and sandbox whose c₁ is the same system prompt plus that task — none of the parent's
 history. Only the child's final answer comes back as the tool result, so a long exploration
-costs the parent one short message instead of every step's output (C4: Z grows with the square
-of the steps, so moving them into a child keeps the parent's context small). Children cannot
+costs the parent one short message instead of every step's output (the cost Z grows with the
+square of the steps, so moving them into a child keeps the parent's context small). Children cannot
 start children (depth 1), which bounds the cost of a model that keeps delegating.
 """
 

@@ -1,4 +1,4 @@
-"""A ``summarize(messages) -> str`` backed by the run's own model, for the Compactor (D7)."""
+"""A ``summarize(messages) -> str`` backed by the run's own model, for summarising compaction."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Tools the harness offers the model (MISSION C2, C3, C6; D1–D4).
+"""Tools the harness offers the model, and the shell tool: commands in the sandbox, several at
+once, each with a timeout, its output capped to head and tail, and each approved before it runs.
 
 A tool is a unique name, a description, a JSON Schema for its parameters and a procedure. The
 model only proposes calls; ``ToolBox.call`` decides: an unknown name, arguments that are not

@@ -4,8 +4,8 @@ Two limits, two places. ``CappedCapture`` bounds what the host *keeps* of a stre
 flood of output cannot exhaust memory: it keeps the first and the last part and counts what it
 dropped in between; ``capture_share`` shrinks that cap when several commands of one step flood
 at once, so a step as a whole stays bounded. ``truncate_middle``/``format_result`` bound what the
-*model reads* (characters, MISSION D3): head and tail with an explicit marker of how much was
-left out. Both are deterministic: the same output always gives the same text.
+*model reads* (characters, a cap per command): head and tail with an explicit marker of how
+much was left out. Both are deterministic: the same output always gives the same text.
 
 Control characters other than newline, tab and carriage return become their Unicode control
 pictures (NUL → ␀, ESC → ␛, DEL → ␡) when the bytes become text: raw, each would be a six-byte

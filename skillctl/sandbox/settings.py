@@ -36,7 +36,7 @@ class SandboxSettings:
     memory: str = "2g"  # hard limit, swap included (memswap = memory)
     cpus: float = 1.0
     pids_limit: int = 256  # a fork bomb hits this, not the host
-    network: str = "none"  # MISSION D6: off by default; egress goes through a proxy when allowed
+    network: str = "none"  # off by default; when a policy allows domains, egress goes only through a proxy
     dns: tuple[str, ...] = ()  # DNS servers Docker's embedded resolver forwards to (default: the host's)
     user: str = "1000:1000"  # the image's `agent`; numeric so any base image works
     keepalive_user: str = "65534:65534"  # nobody: the container's init and keep-alive, out of the agent's reach

@@ -1,7 +1,8 @@
 """Histories for the context-fitting tests: hypothesis strategies and small builders.
 
-The oracles here restate MISSION E2 directly from its words, independently of
-``skillctl.context.fitting``, so a property test checks the rule rather than the code.
+The oracles here restate the three passes of context fitting directly from their words,
+independently of ``skillctl.context.fitting``, so a property test checks the rule rather than
+the code.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from hypothesis import strategies as st
 from skillctl.context import FitPolicy
 from skillctl.messages import Message, ToolCall, assistant, system, tool_result, user
 
-# Repeating alphabets per script, so long texts are cheap to build and still cover E5's classes.
+# Repeating alphabets per script, so long texts are cheap to build and cover every class
+# of the token estimate.
 ALPHABETS = {
     "ascii": "the quick brown fox jumps over the lazy dog 0123456789; ",
     "latin": "Příliš žluťoučký kůň úpěl ďábelské ódy. Größe, élève. ",
@@ -84,7 +86,7 @@ def history_and_budget(draw, **kw) -> tuple[list[Message], int]:
 
 
 def chars_for(tokens: int) -> int:
-    """ASCII characters whose E5 estimate is ``tokens`` (4 per token)."""
+    """ASCII characters whose estimate is ``tokens`` (4 per token)."""
     return 4 * tokens
 
 
@@ -101,7 +103,7 @@ def sub_agent(result_tokens: Sequence[int], task: str = "read every chapter and 
     return msgs
 
 
-# ------------------------------------------------------------------ oracles (E2 in test form)
+# ------------------------------------------------------------------ oracles (passes as tests)
 
 
 def head_end(h: Sequence[Message]) -> int:

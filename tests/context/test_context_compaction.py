@@ -1,4 +1,4 @@
-"""``Compactor``: optional summarising compaction (MISSION D7).
+"""``Compactor``: optional summarising compaction.
 
 The summariser here is a deterministic function standing in for the model call the loop will
 pass (a paid model cannot run here); it records what it was given.

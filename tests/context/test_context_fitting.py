@@ -1,4 +1,5 @@
-"""Unit tests of ``fit``: one per clause of MISSION E2/E3, on histories with known sizes.
+"""Unit tests of ``fit``: one per clause of the three passes and of the too-long case, on
+histories with known sizes.
 
 Sizes: ``sub_agent([t, ...])`` makes results of ``t`` content tokens (4 ASCII characters each)
 plus 4 tokens of message overhead; the cleared note costs about 26 tokens in all.
@@ -87,7 +88,7 @@ def test_cleared_result_keeps_its_call_id_and_says_run_again():
     assert sent.role == "tool" and sent.tool_call_id == h[first_tool].tool_call_id
     assert sent.content == CLEARED_NOTE
     assert "cleared to fit the context" in CLEARED_NOTE and "run the tool again" in CLEARED_NOTE
-    assert h[first_tool].content != CLEARED_NOTE  # the history keeps everything (E1)
+    assert h[first_tool].content != CLEARED_NOTE  # the saved history keeps everything
 
 
 def test_results_not_much_bigger_than_the_note_are_left_alone():
@@ -248,7 +249,7 @@ def test_pass_three_always_keeps_the_newest_round_and_what_follows():
         fit(h, head_and_note + h[-1].tokens + 10)
 
 
-# ---------------------------------------------------------------------------- E3
+# ---------------------------------------------------------------------------- too long
 
 
 def test_context_too_long_when_first_message_and_newest_round_exceed_budget():
@@ -380,7 +381,7 @@ def test_tokenizer_without_count_is_refused():
         fit([user("hi")], 100, tokenizer=object())
 
 
-# ---------------------------------------------------------------------------- E4 notice
+# ---------------------------------------------------------------------------- clearing notice
 
 
 def test_clearing_notice_tells_the_agent_what_happens_and_what_not_to_do():

@@ -1,4 +1,4 @@
-"""``PrefixReuse``: the prompt-cache figure of a run (issue 6, deliverable 3)."""
+"""``PrefixReuse``: the prompt-cache figure of a run."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Property tests of ``fit`` over random histories (issue 6, deliverable 6).
+"""Property tests of ``fit`` over random histories.
 
-Each test states one clause of MISSION E1/E2 and checks it on random turns, tool rounds, sizes,
+Each test states one rule of context fitting and checks it on random turns, tool rounds, sizes,
 scripts and budgets; the oracles in ``histories`` restate the rule independently of the code.
 """
 

@@ -250,7 +250,7 @@ def test_context_length_rejection_is_context_too_long(
     with pytest.raises(ContextTooLong) as err:
         ask(open_at(model_server, backend))
     assert str(err.value).startswith(CONTEXT_TOO_LONG_MESSAGE)
-    assert model_server.count() == 1  # E3: an invalid request is not retried
+    assert model_server.count() == 1  # an invalid request is not retried
 
 
 def test_request_too_large_is_context_too_long(model_server: ModelServer, backend: str) -> None:

@@ -13,7 +13,7 @@ from skillctl.models import open_model
 from skillctl.models.script import ScriptModel, load_script, parse_script, script_schema
 from skillctl.protocols import Model
 
-BRIEF_EXAMPLE = """\
+SCRIPT_FORMAT_EXAMPLE = """\
 steps:
   - shell: ["ls /skills", "cat /skills/tally/SKILL.md"]   # one shell call, two commands
   - tool: shell                                            # any tool call, raw arguments
@@ -33,7 +33,7 @@ def write(tmp_path: Path, text: str, name: str = "run.yaml") -> Path:
 
 
 def test_the_example_replays_step_by_step(tmp_path: Path) -> None:
-    model = open_model(f"script:{write(tmp_path, BRIEF_EXAMPLE)}")
+    model = open_model(f"script:{write(tmp_path, SCRIPT_FORMAT_EXAMPLE)}")
     assert isinstance(model, Model)
 
     r1 = model.complete(HISTORY, [])
@@ -48,7 +48,7 @@ def test_the_example_replays_step_by_step(tmp_path: Path) -> None:
     assert [(c.id, c.name, c.arguments) for c in r3.tool_calls] == [("call_3", "no_such_tool", "{}")]
     r4 = model.complete(HISTORY, [])
     assert r4.tool_calls == () and r4.content == "The file has 42 words."
-    # The script reports no usage: the loop must fall back to the E5 estimate.
+    # The script reports no usage: the loop must fall back to the per-script estimate.
     assert {r.input_tokens for r in (r1, r2, r3, r4)} == {None}
 
 
@@ -96,7 +96,7 @@ steps:
 
 
 def test_two_opens_of_one_file_replay_identically(tmp_path: Path) -> None:
-    path = write(tmp_path, BRIEF_EXAMPLE)
+    path = write(tmp_path, SCRIPT_FORMAT_EXAMPLE)
     runs = []
     for _ in range(2):
         m = open_model(f"script:{path}")

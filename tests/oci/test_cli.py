@@ -1,9 +1,9 @@
 """The commands against a real distribution server, as separate client processes.
 
-The "done when" of issue 7: a skill published with ``--registry oci://…`` is locked, installed
-and run from another client (its own HOME, nothing shared but the registry URL) exactly as from
-the folder registry, digests verified end to end; ``copy`` moves versions both ways with the
-same digests, so one skills.lock works against either registry.
+What makes the OCI registry done: a skill published with ``--registry oci://…`` is locked,
+installed and run from another client (its own HOME, nothing shared but the registry URL)
+exactly as from the folder registry, digests verified end to end; ``copy`` moves versions both
+ways with the same digests, so one skills.lock works against either registry.
 """
 
 from __future__ import annotations

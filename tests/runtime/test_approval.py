@@ -1,5 +1,5 @@
-"""The approval policy (MISSION C6): rules, the built-in defaults, modes, the TTY prompt, and
-policy files that are refused with one clear line."""
+"""The approval policy (dangerous commands only after a person says yes): rules, the built-in
+defaults, modes, the TTY prompt, and policy files that are refused with one clear line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The skills catalog of c₁ (MISSION B3): format, escaping, order, determinism, budget."""
+"""The skills catalog of c₁: format, escaping, order, determinism, budget."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The loop with summarising compaction (D7): the model's summary replaces the oldest turns."""
+"""The loop with summarising compaction: the model's summary replaces the oldest turns."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The loader against the real engine (MISSION B1–B3): skills land at /skills/NAME/ with their
+"""The loader against the real engine: skills land at /skills/NAME/ with their
 files and modes, read-only for the agent, runnable; bad bundles are refused before anything is
 copied; duplicate references and stale locks are refused."""
 

@@ -1,5 +1,6 @@
-"""The agent loop (MISSION C1–C4, E1–E3) with the script model and small real tools, each test
-isolating one clause. The end-to-end runs in a container are in ``test_loop_docker.py``."""
+"""The agent loop (tool calls, budgets, cost, context fitting) with the script model and small
+real tools, each test isolating one clause. The end-to-end runs in a container are in
+``test_loop_docker.py``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The loop end to end in a real container: the shell tool, approval, concurrency, timeouts,
-truncation for the model versus full output in the transcript (MISSION C1–C6, D1–D4)."""
+truncation for the model versus full output in the transcript."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from .helpers import Recording, write_script
 
 pytestmark = [pytest.mark.requires_docker]
 
-ISSUE_5_SCRIPT = """\
+# A short example of the script format (two commands in one call, a raw tool call, an unknown
+# tool, an answer): it must run unchanged against a real sandbox.
+SCRIPT_FORMAT_EXAMPLE = """\
 steps:
   - shell: ["ls /skills", "cat /skills/tally/SKILL.md"]   # one shell call, two commands
   - tool: shell                                            # any tool call, raw arguments
@@ -54,8 +56,8 @@ def tool_texts(result) -> list[str]:
     return [m.content for m in result.history if m.role == "tool"]
 
 
-def test_the_issue_5_script_works_verbatim(tmp_path, shared_sandbox):
-    result, model, runs, transcript = agent_run(tmp_path, shared_sandbox, ISSUE_5_SCRIPT, catalog=shared_sandbox.loaded.catalog_text)
+def test_the_script_format_example_works_verbatim(tmp_path, shared_sandbox):
+    result, model, runs, transcript = agent_run(tmp_path, shared_sandbox, SCRIPT_FORMAT_EXAMPLE, catalog=shared_sandbox.loaded.catalog_text)
     assert (result.outcome, result.answer, result.steps, result.exit_code) == ("answered", "The file has 42 words.", 4, 0)
     ls_and_cat, uid, unknown = tool_texts(result)
     assert ls_and_cat.startswith("$ ls /skills\nexit_code: 0\nstdout:\ncsv-sql\nfind-excerpts\njson-shape\ntally\n")

@@ -1,5 +1,5 @@
-"""c₁'s system prompt (issue 5 deliverable 1): role and shell use, the catalog with how to read a
-skill, and the clearing notice of MISSION E4 — byte-identical for the same catalog."""
+"""c₁'s system prompt: role and shell use, the catalog with how to read a skill, and the notice
+that old tool results are cleared automatically — byte-identical for the same catalog."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_parts_in_order():
     read_hint = text.index("read its instructions with `cat`")
     clearing = text.index(CLEARING_NOTICE)
     assert role < skills < read_hint < clearing
-    # The model is told it only proposes, and what a refusal looks like (C3, C6).
+    # The model is told it only proposes, and what a refusal looks like.
     assert "You cannot run anything yourself" in text and REJECTED in text
     assert "/workspace" in text and "no tool call" in text
 
@@ -28,7 +28,7 @@ def test_parts_in_order():
 def test_clearing_notice_is_there_with_or_without_skills():
     for text in (system_prompt(""), system_prompt(catalog())):
         assert CLEARING_NOTICE in text
-        assert "never stop" in text  # E4: do not stop a long task to save space
+        assert "never stop" in text  # do not stop a long task to save space
 
 
 def test_same_catalog_same_bytes():

@@ -1,7 +1,7 @@
 """The spec's limits, exactly at the boundary and one past it.
 
 Lengths are counted in characters (not bytes): a 1,024-character description in accented
-letters is still within the limit. Token budgets use the E5 estimate from skillctl.tokens.
+letters is still within the limit. Token budgets use the per-script estimate from skillctl.tokens.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def test_trailing_blank_lines_do_not_count(in_tmp: Path) -> None:
 
 
 def _body_of_tokens(tokens: int, script: str) -> str:
-    """A one-line body whose E5 estimate is exactly ``tokens``."""
+    """A one-line body whose estimate is exactly ``tokens``."""
     per_token = {"ascii": "w" * 4, "cyrillic": "ж" * 2, "cjk": "字"}[script]
     body = per_token * tokens
     assert estimate_tokens(body) == tokens
@@ -83,7 +83,7 @@ def test_body_tokens(in_tmp: Path, script: str, tokens: int, expected: list[str]
 
 
 def test_body_tokens_use_the_per_script_estimate_not_chars_over_4(in_tmp: Path) -> None:
-    # 12,000 Cyrillic characters: chars/4 says 3,000 tokens (fine), E5 says 6,000 (too long).
+    # 12,000 Cyrillic characters: chars/4 says 3,000 tokens (fine), per script 6,000 (too long).
     body = "ж" * 12_000
     assert len(body) / 4 < MAX_BODY_TOKENS < estimate_tokens(body)
     assert _codes_for(in_tmp, body=body) == ["SK202"]
