@@ -66,7 +66,7 @@ class MemorySampler(threading.Thread):
 
 def main() -> None:
     from skillctl.many.batch import run_batch
-from skillctl.many.job import RunSettings
+    from skillctl.many.job import RunSettings
     from skillctl.many.local import LocalEngine
     from skillctl.sandbox.client import docker_client
     from skillctl.sandbox.image import ensure_image
