@@ -86,6 +86,10 @@ def _rechunk(message: http.Message) -> None:
     message.headers["transfer-encoding"] = "chunked"
 
 
+# mitmproxy's error text when the client closes its connection during a flow.
+CLIENT_HUNG_UP = "Client disconnected"
+
+
 class EgressAddon:
     def __init__(self, config: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> None:
         self.allowed: list[str] = list(config["allowed_domains"])
@@ -100,6 +104,10 @@ class EgressAddon:
         self.emit = emit
         self._vetted: dict[tuple[str, str, int], tuple[str, int]] = {}
         self._dialling: dict[str, tuple[str, int]] = {}  # server connection id -> the name it stands for
+        # Requests whose record is not written yet. A streamed response's ``response`` hook (which
+        # writes the record) runs after its last byte went to the client, so a command can end
+        # before its request's record exists; a sync waits for these (see ``proxy_main``).
+        self.open_flows: set[str] = set()
 
     # ------------------------------------------------------------------ helpers
 
@@ -121,6 +129,12 @@ class EgressAddon:
     def _record(self, flow: http.HTTPFlow, *, error: str | None = None) -> None:
         state = self._state(flow)
         req = flow.request
+        try:
+            self._emit_record(flow, state, req, error)
+        finally:
+            self.open_flows.discard(flow.id)  # after the record is queued: a sync then follows it
+
+    def _emit_record(self, flow: http.HTTPFlow, state: FlowState, req: Any, error: str | None) -> None:
         self.emit(
             egress_record(
                 method=req.method,
@@ -197,6 +211,7 @@ class EgressAddon:
     async def requestheaders(self, flow: http.HTTPFlow) -> None:
         if flow.response is not None:
             return
+        self.open_flows.add(flow.id)
         req = flow.request
         host, port = normalize_host(req.host), req.port
         pattern = first_match(self.allowed, host)
@@ -325,7 +340,16 @@ class EgressAddon:
         self._record(flow)
 
     def error(self, flow: http.HTTPFlow) -> None:
-        self._record(flow, error=flow.error.msg if flow.error else "unknown error")
+        message = flow.error.msg if flow.error else "unknown error"
+        if flow.response is not None and message.startswith(CLIENT_HUNG_UP):
+            # The upstream answered and the answer was being passed on when the client went away
+            # (a script that reads the status and exits): an allowed, served request, not a failure.
+            state = self._state(flow)
+            if state.decision != "denied":
+                state.reason += "; the client closed the connection before the end of the response"
+                self._record(flow)
+                return
+        self._record(flow, error=message)
 
     def websocket_message(self, flow: http.HTTPFlow) -> None:
         message = flow.websocket.messages[-1] if flow.websocket else None

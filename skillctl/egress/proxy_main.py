@@ -6,7 +6,8 @@ Protocol (one JSON object per line):
   domains, secrets with their placeholders *and real values*, resolve map, upstream CA file).
   Secrets travel only this way: never on the command line, in the environment or on disk.
 - stdin, later lines: ``{"sync": N}`` — answered by ``{"type": "synced", "n": N}`` once every
-  record of a request finished before it has been written.
+  record of a request open or finished before it has been written (open ones waited for at most
+  ``SYNC_WAIT_S``).
 - stdin at end of file: the run is gone (ended, or killed with SIGKILL): shut down at once.
   This is what keeps the proxy from outliving its run; the reaper is the second line.
 - stdout: ``{"type": "ready", ...}`` once listening, then the addon's records.
@@ -67,13 +68,27 @@ class _Ready:
         _emit({"type": "ready", "listen": list(addrs[0]) if addrs else None, "ca_cert": str(Path(self.confdir) / CA_CERT_FILE)})
 
 
-def _read_control(loop: asyncio.AbstractEventLoop, master: Any) -> None:
+# How long a sync waits for requests still open when it arrives. The command that made them has
+# ended, so they finish at once (their client is gone); only a request of a background process
+# kept alive on purpose can stay open, and then the sync answers without its record.
+SYNC_WAIT_S = 5.0
+
+
+async def _answer_sync(n: int, addon: EgressAddon) -> None:
+    waiting = set(addon.open_flows)
+    deadline = asyncio.get_running_loop().time() + SYNC_WAIT_S
+    while waiting & addon.open_flows and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.005)
+    _emit({"type": "synced", "n": n})
+
+
+def _read_control(loop: asyncio.AbstractEventLoop, master: Any, addon: EgressAddon) -> None:
     for line in sys.stdin:
         try:
             n = json.loads(line)["sync"]
         except (ValueError, KeyError, TypeError):
             continue
-        loop.call_soon_threadsafe(_emit, {"type": "synced", "n": n})
+        asyncio.run_coroutine_threadsafe(_answer_sync(n, addon), loop)
     loop.call_soon_threadsafe(master.shutdown)
 
 
@@ -108,10 +123,11 @@ async def serve(config: dict[str, Any]) -> None:
         ssl_insecure=False,
         ssl_verify_upstream_trusted_ca=upstream_trust(config["confdir"], config.get("extra_ca", [])),
     )
-    proxy.addons.add(EgressAddon(config, _emit), _Ready(config["confdir"]))
+    addon = EgressAddon(config, _emit)
+    proxy.addons.add(addon, _Ready(config["confdir"]))
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, proxy.shutdown)
-    threading.Thread(target=_read_control, args=(loop, proxy), name="control", daemon=True).start()
+    threading.Thread(target=_read_control, args=(loop, proxy, addon), name="control", daemon=True).start()
     writer = threading.Thread(target=_write_out, name="output")
     writer.start()
     try:

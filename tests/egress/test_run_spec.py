@@ -54,3 +54,26 @@ def test_run_with_a_network_counts_its_requests(tmp_path, monkeypatch, agent_ima
     events = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
     assert sorted(e["host"] for e in events if e["type"] == "egress") == ["api.example.test", "example.test"]
     assert SECRET not in (tmp_path / "t.jsonl").read_text() and SECRET not in json.dumps(result.to_dict())
+
+
+@pytest.mark.requires_docker
+def test_each_commands_requests_are_recorded_before_its_result(tmp_path, monkeypatch, agent_image, resolve_specs, test_ca):
+    # A streamed response's record is written after its last byte reached the client, so the
+    # command could end (and the run move on) before its request was recorded: the count said 0.
+    monkeypatch.setenv("MY_TOKEN", SECRET)
+    script = tmp_path / "s.yaml"
+    fetch = "python3 -c \"import urllib.request; print(urllib.request.urlopen('https://api.example.test/echo').status)\""
+    steps = 12
+    script.write_text(yaml.safe_dump({"steps": [{"shell": [fetch]}] * steps + [{"answer": "done"}]}))
+    result = run(RunSpec(task="t", model=f"script:{script}", image=agent_image, network=POLICY, egress_resolve=resolve_specs,
+                         egress_ca=[test_ca[0]], transcript=tmp_path / "t.jsonl"))
+    assert result.outcome == "answered", result.message
+    assert (result.egress["allowed"], result.egress["denied"]) == (steps, 0)
+    events = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    seen = 0
+    for event in events:
+        if event["type"] == "egress":
+            seen += 1
+        elif event["type"] == "message" and event["message"]["role"] == "tool":
+            seen -= 1
+            assert seen == 0, "a command's result came before the record of its request"
