@@ -142,6 +142,14 @@ def given_access() -> dict[str, Any]:
     return dict(ctx.meta.get(_ACCESS_KEY, {})) if ctx is not None else {}
 
 
+def refuse_token_stdin(what: str) -> None:
+    """For commands whose runs open the registry themselves: a key read from stdin cannot reach
+    them, which is a usage error rather than a key quietly dropped."""
+    if given_access().get("token"):
+        raise click.UsageError(f"--token-stdin does not reach {what}, which open the registry themselves; "
+                               "set SKILLCTL_SITE_TOKEN instead")
+
+
 def open_registry_for_cli(url: str | None, **options: Any) -> Registry:
     try:
         return registry_opener(url, **options)()

@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner, Result
 
 from registry.helpers import tree
@@ -204,3 +205,23 @@ def test_the_key_never_reaches_the_servers_access_log(private, tmp_path: Path) -
 def test_an_http_site_without_insecure_is_refused_with_or_without_a_key(private) -> None:
     line = error_line(run("list", "--registry", private.url, "--token-stdin", key=private.read_key, ok=False))
     assert "plain http" in line and "--insecure" in line
+
+
+def test_run_loads_a_skill_from_the_private_site_and_the_transcript_holds_no_key(private, tmp_path: Path) -> None:
+    script = tmp_path / "s.yaml"
+    script.write_text(yaml.safe_dump({"steps": [{"shell": ['head -3 "$SKILLS_DIR/tally/SKILL.md"']}, {"answer": "read it"}]}))
+    transcript = tmp_path / "t.jsonl"
+    result = run("run", "--skill", "tally", *private.site, "--token-stdin", "--sandbox", "local", "--allow-unsafe-local",
+                 "--model", f"script:{script}", "--transcript", transcript, "--format", "json", "count", key=private.read_key)
+    assert json.loads(result.stdout)["answer"] == "read it"
+    assert "name: tally" in transcript.read_text()
+    assert private.read_key not in result.output and private.read_key not in transcript.read_text()
+
+
+def test_eval_and_batch_refuse_a_key_from_stdin_they_cannot_hand_on(private, tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"task": "count", "skills": ["tally"]}\n')
+    result = run("batch", tasks, "--model", "script:none.yaml", *private.site, "--token-stdin", key=private.read_key, code=2)
+    assert "SKILLCTL_SITE_TOKEN" in result.stderr and private.read_key not in result.output
+    result = run("eval", "tally", "--model", "script:none.yaml", *private.site, "--token-stdin", key=private.read_key, code=2)
+    assert "SKILLCTL_SITE_TOKEN" in result.stderr
