@@ -269,7 +269,7 @@ class HttpClient:
                     "give a valid one with --token-stdin or SKILLCTL_SITE_TOKEN")
         if sent_key:
             return (f"{what}: {site} does not allow the key given to read {url} (HTTP 403); "
-                    "give a key with read access with --token-stdin or SKILLCTL_SITE_TOKEN")
+                    "give a key with read access through --token-stdin or SKILLCTL_SITE_TOKEN")
         if status == 401:
             return f"{what}: {site} needs a key to read it (HTTP 401); {KEY_HINT}"
         return f"{what}: {site} refuses {url} without a key (HTTP 403); if it takes keys, {KEY_HINT}"
