@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, library_errors, progress, registry_option
+from skillctl.cli.common import emit_json, format_option, library_errors, progress, refuse_token_stdin, registry_option
 from skillctl.cli.many_options import MANY_KEYS, many_run_options, open_engine_for, run_settings
 
 
@@ -35,6 +35,7 @@ def batch_cmd(tasks, results, model_spec, registry_url, fmt, **options) -> None:
     Ctrl-C stops the runs and removes their containers (exit 130). Exit 1 when some run could
     not start (see its message), else 0 — each run's own outcome is in the results.
     """
+    refuse_token_stdin("the runs of a batch")
     from skillctl.many.batch import run_batch
 
     o = {k: options[k] for k in MANY_KEYS}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 import click
@@ -66,28 +67,42 @@ _registry_url_option = click.option(
     "Env: SKILLCTL_REGISTRY. Default: a folder in your user data directory.",
 )
 
-# How to reach an oci:// registry. Not passed to the command functions (expose_value=False):
+# How to reach a remote registry. Not passed to the command functions (expose_value=False):
 # they land in ctx.meta and open_registry_for_cli hands them to the backend, so every command
 # that takes --registry gets them without changing its signature.
 _ACCESS_KEY = "skillctl.registry_access"
 
 
 def _remember_access(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    if param.name == "password_stdin":
+    access = ctx.meta.setdefault(_ACCESS_KEY, {})
+    if param.name in ("password_stdin", "token_stdin"):
         if not value:
             return value
-        password = click.get_text_stream("stdin").read().rstrip("\r\n")
-        if not password:
-            raise click.UsageError("--password-stdin: nothing was read from standard input")
-        ctx.meta.setdefault(_ACCESS_KEY, {})["password"] = password
+        if "password" in access or "token" in access:
+            raise click.UsageError("--password-stdin and --token-stdin both read standard input; give the password in "
+                                   "SKILLCTL_REGISTRY_PASSWORD or the key in SKILLCTL_SITE_TOKEN instead")
+        stdin = sys.stdin  # click.testing.CliRunner swaps it, so tests can pipe a secret
+        if param.name == "password_stdin":
+            password = stdin.read().rstrip("\r\n")
+            if not password:
+                raise click.UsageError("--password-stdin: nothing was read from standard input")
+            access["password"] = password
+        else:
+            token = stdin.readline().strip()
+            if not token:
+                raise click.UsageError("--token-stdin: the first line of standard input is empty; pipe the key to it")
+            access["token"] = token
         return value
-    ctx.meta.setdefault(_ACCESS_KEY, {})[param.name] = value
+    access[param.name] = value
     return value
 
 
 def registry_access_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--insecure, --username, --password-stdin (for oci:// registries)."""
+    """--insecure, --username, --password-stdin (for oci:// registries), --token-stdin (for sites)."""
     for opt in (
+        click.option("--token-stdin", "token_stdin", is_flag=True, expose_value=False, callback=_remember_access,
+                     help="Read the key of a private https:// skills site (skillctl serve --keys) from the first line "
+                     "of stdin; it is sent to that site's origin only. Env: SKILLCTL_SITE_TOKEN."),
         click.option("--password-stdin", "password_stdin", is_flag=True, expose_value=False, callback=_remember_access,
                      help="Read the registry password from stdin. Without it: SKILLCTL_REGISTRY_PASSWORD, "
                      "then the Docker config (~/.docker/config.json auths, credential helpers)."),
@@ -103,22 +118,36 @@ def registry_access_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def registry_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--registry plus the options for reaching an oci:// registry."""
+    """--registry plus the options for reaching a remote registry."""
     return _registry_url_option(registry_access_options(f))
 
 
 def registry_opener(url: str | None, **options: Any) -> Callable[[], Registry]:
     """A function that opens the registry ``url`` with this command's access options (from
-    --insecure, --username, --password-stdin), callable later and from any thread: for
-    commands that need a client per thread (``serve``)."""
+    --insecure, --username, --password-stdin, --token-stdin), callable later and from any
+    thread: for commands that need a client per thread (``serve``)."""
     from skillctl.registry import open_registry
 
-    ctx = click.get_current_context(silent=True)
-    access = dict(ctx.meta.get(_ACCESS_KEY, {})) if ctx is not None else {}
-    for key in ("insecure", "username", "password"):
+    access = given_access()
+    for key in ("insecure", "username", "password", "token"):
         if access.get(key):
             options.setdefault(key, access[key])
     return lambda: open_registry(url, **options)
+
+
+def given_access() -> dict[str, Any]:
+    """The access options this command was given (--insecure, --username, the secrets read
+    from stdin), by their ``open_registry`` names."""
+    ctx = click.get_current_context(silent=True)
+    return dict(ctx.meta.get(_ACCESS_KEY, {})) if ctx is not None else {}
+
+
+def refuse_token_stdin(what: str) -> None:
+    """For commands whose runs open the registry themselves: a key read from stdin cannot reach
+    them, which is a usage error rather than a key quietly dropped."""
+    if given_access().get("token"):
+        raise click.UsageError(f"--token-stdin does not reach {what}, which open the registry themselves; "
+                               "set SKILLCTL_SITE_TOKEN instead")
 
 
 def open_registry_for_cli(url: str | None, **options: Any) -> Registry:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, library_errors, progress, registry_option
+from skillctl.cli.common import emit_json, format_option, library_errors, progress, refuse_token_stdin, registry_option
 from skillctl.cli.many_options import MANY_KEYS, many_run_options, open_engine_for, run_settings
 
 
@@ -43,6 +43,7 @@ def eval_cmd(skill, baseline, model_spec, judge_spec, judge_base_url, runs_per_c
     page with charts of pass rate and tokens per case). Progress per run on stderr; a table at
     the end (or the summary as JSON with --format json). Exit 1 when some run could not start.
     """
+    refuse_token_stdin("the runs of an eval")
     from skillctl.many.evals import EvalOptions, run_eval
     from skillctl.many.report import terminal_table
 

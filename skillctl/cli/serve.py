@@ -52,7 +52,7 @@ def serve_group(ctx: click.Context, registry_url: str | None, host: str, port: i
     \b
     OpenAI(base_url="http://HOST:PORT/openai/v1", api_key=KEY).skills…
     Anthropic(base_url="http://HOST:PORT/anthropic", api_key=KEY).skills…
-    skillctl install --registry http://HOST:PORT --insecure   (with --public-read)
+    skillctl install --registry http://HOST:PORT --insecure --token-stdin   (a read key)
 
     Every upload is validated, checked as a hostile archive and published under the same
     rules as skillctl publish (versions are immutable). Requests need a key from --keys

@@ -54,6 +54,7 @@ def open_registry(
     insecure: bool | None = None,
     username: str | None = None,
     password: str | None = None,
+    token: str | None = None,
     **options: Any,
 ) -> Registry:
     """The registry at ``url`` (default: ``SKILLCTL_REGISTRY``, else the user data folder).
@@ -61,11 +62,17 @@ def open_registry(
     ``create=False`` requires a folder registry to exist already; ``allow_damaged=True`` opens a
     folder registry whose index is missing or damaged instead of refusing it (``verify`` reports
     that; nothing else works until ``rebuild_index``). ``insecure``, ``username`` and
-    ``password`` say how to reach a remote registry; a folder needs none of them, so there they
-    have no use. Any other option belongs to the backend (``oci://``: ``attempts``,
+    ``password`` say how to reach an oci:// registry; a folder needs none of them, so there they
+    have no use. ``token`` is the key of a private well-known site (default there:
+    ``SKILLCTL_SITE_TOKEN``); given for any other registry it is a ``RegistryError``, since it
+    would go nowhere. Any other option belongs to the backend (``oci://``: ``attempts``,
     ``backoff_s``, ``deadline_s``); one it does not take is a ``RegistryError``.
     """
     url = url or default_registry_url()
+    site = url.startswith(("https://", "http://"))
+    if token is not None and not site:
+        kind = "an oci:// registry, which takes --username/--password-stdin" if url.startswith("oci://") else "a folder registry"
+        raise RegistryError(f"a site key (--token-stdin, token=) is only for a well-known site (https://HOST); {url} is {kind}")
     if url.startswith("oci://"):
         try:
             from skillctl.registry.oci import OciRegistry  # noqa: PLC0415 - lazy: only OCI users pay for it
@@ -73,12 +80,13 @@ def open_registry(
             raise RegistryError("the OCI registry backend is not available in this build of skillctl") from None
         access = {"insecure": insecure, "username": username, "password": password}
         return _checked(OciRegistry.from_url, "an oci:// registry", url, {**access, **options})
-    if url.startswith(("https://", "http://")):
+    if site:
         from skillctl.registry.wellknown import WellKnownRegistry  # noqa: PLC0415 - lazy, as above
 
-        # A site is read anonymously: credentials given for it are refused, not ignored.
-        access = {k: v for k, v in (("username", username), ("password", password)) if v is not None}
-        return _checked(WellKnownRegistry.from_url, "a well-known site (https://)", url, {"insecure": insecure, **access, **options})
+        if username is not None or password is not None:
+            raise RegistryError("a well-known site takes a key (--token-stdin or SKILLCTL_SITE_TOKEN), not a user name or "
+                                "password; give the key instead")
+        return _checked(WellKnownRegistry.from_url, "a well-known site (https://)", url, {"insecure": insecure, "token": token, **options})
     path = _folder_path(url)
     from skillctl.registry.local import LocalRegistry
 

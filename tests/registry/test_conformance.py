@@ -1,6 +1,7 @@
 """The ``Registry`` contract, one suite for every backend: the same assertions against the
-folder registry, an OCI registry (Debian's real ``docker-registry``), a read-only registry and a
-well-known site (built by ``site build`` and served over HTTP on loopback).
+folder registry, an OCI registry (Debian's real ``docker-registry``), a read-only registry, a
+well-known site (built by ``site build`` and served over HTTP on loopback) and a private one
+(``skillctl serve`` with keys, read with a read key).
 
 To add a backend: write a ``Backend`` for it in ``backend()`` below (how to open a client on
 fresh storage, and how to put bundles there) and add its name to ``BACKENDS``. Reading is checked
@@ -94,6 +95,7 @@ BACKENDS = [
     pytest.param("oci", marks=pytest.mark.requires_registry),
     "read-only",
     "well-known",
+    "keyed-site",
 ]
 
 
@@ -116,6 +118,8 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
                        writer=lambda: open_registry(url, insecure=True))
     if kind == "well-known":
         return _site_backend(request, tmp_path)
+    if kind == "keyed-site":
+        return _keyed_site_backend(request, tmp_path)
     path = tmp_path / "registry"
     return Backend(lambda: ReadOnlyView(LocalRegistry(path)), lambda bundles: _publish_all(LocalRegistry(path), bundles),
                    writer=lambda: LocalRegistry(path))
@@ -144,6 +148,37 @@ def _site_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
         return WellKnownRegistry.from_url(server.url, insecure=True, cache_dir=str(tmp_path / f"cache{next(clients)}"))
 
     return Backend(open_client, seed, serves_bundles=False)
+
+
+def _keyed_site_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """``skillctl serve`` over a folder registry, serving nothing without a key; clients read it
+    with a read key. ``refresh_s=0``: what seeding publishes behind the server's back shows at
+    the next request."""
+    import importlib.util
+
+    from sandbox_fixtures import on_ci
+
+    if not on_ci() and any(importlib.util.find_spec(m) is None for m in ("starlette", "uvicorn")):
+        pytest.skip("the serve extra is not installed (pip install -e '.[serve,test]')")
+    from skillctl.registry.wellknown import WellKnownRegistry
+    from skillctl.serve.app import ServeSettings
+    from skillctl.serve.keys import READ, add_key
+    from skillctl.serve.server import Listen, SkillServer
+
+    source = tmp_path / "publisher"
+    LocalRegistry(source).close()
+    keys = tmp_path / "keys.json"
+    key, _ = add_key(keys, "reader", frozenset({READ}))
+    server = SkillServer(ServeSettings(open_registry=lambda: open_registry(str(source)), registry_url=str(source), keys=keys,
+                                       refresh_s=0, access_log=False), Listen(port=0, shutdown_timeout_s=5))
+    server.start()
+    request.addfinalizer(server.stop)
+    clients = iter(range(1000))
+
+    def open_client() -> Registry:
+        return WellKnownRegistry.from_url(server.url, insecure=True, token=key, cache_dir=str(tmp_path / f"cache{next(clients)}"))
+
+    return Backend(open_client, lambda bundles: _publish_all(LocalRegistry(source), bundles), serves_bundles=False)
 
 
 @pytest.fixture(scope="module")

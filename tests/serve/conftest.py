@@ -29,8 +29,8 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home" / "cache"))
     monkeypatch.setenv("SKILLCTL_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("SKILLCTL_REGISTRY", str(tmp_path / "default-registry"))
-    for var in ("SKILLCTL_INSECURE", "SOURCE_DATE_EPOCH", "SKILLCTL_SERVE_KEYS", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
-                "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
+    for var in ("SKILLCTL_INSECURE", "SKILLCTL_SITE_TOKEN", "SOURCE_DATE_EPOCH", "SKILLCTL_SERVE_KEYS", "OPENAI_API_KEY",
+                "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "NETRC"):
         monkeypatch.delenv(var, raising=False)
     return tmp_path
 

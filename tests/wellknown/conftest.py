@@ -30,7 +30,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home" / "cache"))
     monkeypatch.setenv("SKILLCTL_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("SKILLCTL_REGISTRY", str(tmp_path / "default-registry"))
-    for var in ("SKILLCTL_INSECURE", "SOURCE_DATE_EPOCH", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+    for var in ("SKILLCTL_INSECURE", "SKILLCTL_SITE_TOKEN", "SOURCE_DATE_EPOCH", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NETRC"):
         monkeypatch.delenv(var, raising=False)
     return tmp_path
 

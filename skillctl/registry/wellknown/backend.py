@@ -18,7 +18,10 @@ The same records and semantics as the folder registry, where the format carries 
   with a cache keyed by digest; artifacts are read by ``skillctl.bundle.read_artifact`` under the
   bundle rules (``archive``: .tar.gz or .zip with the files at the root; ``skill-md``);
 - **writing** (publish, yank, remove, gc) is refused: a site is published by building it
-  (``skillctl site build``) and uploading the folder.
+  (``skillctl site build``) and uploading the folder;
+- **a key** (``token``, else ``SKILLCTL_SITE_TOKEN``) reads a private site such as ``skillctl
+  serve --keys``: it goes to the site's own origin only (see ``transport``), and documents read
+  with it are revalidated at each use rather than served from the cache (see ``cache``).
 
 Unknown ``$schema`` values are refused; entries of an unknown ``type`` are skipped with a warning.
 """
@@ -26,6 +29,8 @@ Unknown ``$schema`` values are refused; entries of an unknown ``type`` are skipp
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 import sys
 from typing import Callable
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -39,16 +44,22 @@ from skillctl.registry.refs import SkillRef, parse_ref
 from skillctl.registry.wellknown import format as fmt
 from skillctl.registry.wellknown.cache import SiteCache, default_cache_dir
 from skillctl.registry.wellknown.client import SiteClient
-from skillctl.registry.wellknown.transport import HttpClient
+from skillctl.registry.wellknown.transport import HttpClient, SiteKey
 from skillctl.versioning import SemVer
 
 ENV_INSECURE = "SKILLCTL_INSECURE"
+ENV_TOKEN = "SKILLCTL_SITE_TOKEN"
+_TOKEN_RE = re.compile(r"[\x21-\x7e]+")  # visible ASCII: what an HTTP header carries without quoting
 
 
 def index_url_for(url: str) -> str:
     """The index URL a ``--registry`` URL means: as given when it ends in ``.json``, else the
     well-known path below it (``https://HOST`` → ``https://HOST/.well-known/agent-skills/index.json``)."""
     parts = urlsplit(url)
+    if "@" in parts.netloc:
+        # Not echoed: the part before "@" may be a password.
+        raise RegistryError("the registry URL holds credentials (user@ or user:password@); a site takes a key instead: "
+                            "--token-stdin or SKILLCTL_SITE_TOKEN")
     if parts.query or parts.fragment:
         raise RegistryError(f"registry URL {url} has a query or fragment; give the site (https://HOST) or its index URL")
     if parts.path.endswith(".json"):
@@ -58,9 +69,23 @@ def index_url_for(url: str) -> str:
 
 
 def _env_flag(name: str) -> bool:
-    import os
-
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def site_key(site: str, token: str | None) -> SiteKey | None:
+    """The key for ``site`` (its origin): ``token`` when given, else ``SKILLCTL_SITE_TOKEN``
+    (unset or blank: none). A key a header cannot carry is refused without being shown."""
+    if token is None:
+        token = os.environ.get(ENV_TOKEN, "").strip() or None
+        where = ENV_TOKEN
+    else:
+        where = "the key given"
+    if token is None:
+        return None
+    if not _TOKEN_RE.fullmatch(token):
+        raise RegistryError(f"{where} is not a key: a key is one word of visible ASCII characters (no spaces, "
+                            "control or non-ASCII characters); check what was given")
+    return SiteKey(site, token)
 
 
 class WellKnownRegistry(ReadOnlyRegistry):
@@ -88,15 +113,19 @@ class WellKnownRegistry(ReadOnlyRegistry):
         warn: Callable[[str], None] | None = None,
         deadline_s: float = 60.0,
         attempts: int = 3,
+        token: str | None = None,
     ) -> "WellKnownRegistry":
-        """``insecure=None`` reads ``SKILLCTL_INSECURE`` (needed for http:// URLs); ``cache_dir``
-        None is the default cache, False none at all; ``warn`` receives what is skipped (default:
-        a ``warning:`` line on stderr)."""
+        """``insecure=None`` reads ``SKILLCTL_INSECURE`` (needed for http:// URLs); ``token``
+        None reads ``SKILLCTL_SITE_TOKEN`` (a key for a private site, sent to its origin only);
+        ``cache_dir`` None is the default cache, False none at all; ``warn`` receives what is
+        skipped (default: a ``warning:`` line on stderr)."""
+        index = index_url_for(url)
+        parts = urlsplit(index)
+        site = f"{parts.scheme}://{parts.netloc}"
         http = HttpClient(
             insecure=_env_flag(ENV_INSECURE) if insecure is None else insecure, ca_bundle=ca_bundle, deadline_s=deadline_s,
-            attempts=attempts,
+            attempts=attempts, key=site_key(site, token), site=site,
         )
-        index = index_url_for(url)
         http.check_url(index, "the registry")
         cache = None if cache_dir is False else SiteCache(default_cache_dir() if cache_dir in (None, True) else cache_dir)
         return cls(index, SiteClient(http, cache), warn=warn)

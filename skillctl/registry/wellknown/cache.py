@@ -13,6 +13,13 @@ fetched again). Documents follow the server's ``Cache-Control``: ``no-store`` is
 so an unchanged document costs a 304 and no body. Several processes may share the cache: every
 file is written to ``tmp/`` and renamed into place. Nothing is evicted; delete the folder to
 reclaim space (``SKILLCTL_CACHE_DIR`` chooses it; default: the user cache folder).
+
+Private sites. A document fetched with a site's key is stored (``keyed``) but never taken as
+fresh, whatever its ``max-age``: each use asks the server again (with validators, so it costs a
+304), and the server checks the key that run sends. A run without the key, or with a revoked one,
+gets the server's 401/403, not the copy. Artifacts need no such flag: they are found by the digest
+an index names, and every index comes through that check first. What the cache holds is readable
+by whoever can read its folder, so the folders it makes are 0700 and its files 0600.
 """
 
 from __future__ import annotations
@@ -69,9 +76,10 @@ class CachedDocument:
     body: bytes
     stored_at: float
     policy: CachePolicy
+    keyed: bool = False  # fetched with a site's key: the server must see each use
 
     def fresh(self, now: float) -> bool:
-        return self.policy.max_age is not None and now - self.stored_at < self.policy.max_age
+        return not self.keyed and self.policy.max_age is not None and now - self.stored_at < self.policy.max_age
 
     def validators(self) -> dict[str, str]:
         out = {}
@@ -98,10 +106,14 @@ class SiteCache:
     def _write(self, target: Path, data: bytes) -> None:
         tmp_dir = self.root / "tmp"
         try:
-            tmp_dir.mkdir(parents=True, exist_ok=True)
-            target.parent.mkdir(parents=True, exist_ok=True)
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp_dir.mkdir(exist_ok=True, mode=0o700)
+            for folder in reversed(target.relative_to(self.root).parents[:-1]):
+                (self.root / folder).mkdir(exist_ok=True, mode=0o700)
             tmp = tmp_dir / f"{target.name}.{os.getpid()}.{secrets.token_hex(4)}"
-            tmp.write_bytes(data)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
             os.replace(tmp, target)
         except OSError:
             pass  # a cache that cannot be written is a slower cache, not an error
@@ -142,9 +154,9 @@ class SiteCache:
         body = self.blob(meta.get("digest", ""))
         if body is None:
             return None
-        return CachedDocument(url, body, float(meta["stored_at"]), policy)
+        return CachedDocument(url, body, float(meta["stored_at"]), policy, meta.get("keyed", False) is not False)
 
-    def put_document(self, url: str, body: bytes, policy: CachePolicy, *, now: float | None = None) -> None:
+    def put_document(self, url: str, body: bytes, policy: CachePolicy, *, now: float | None = None, keyed: bool = False) -> None:
         if not policy.store:
             try:
                 self._doc_path(url).unlink()
@@ -154,6 +166,6 @@ class SiteCache:
         digest = self.put_blob(body)
         meta = {
             "url": url, "digest": digest, "etag": policy.etag, "last_modified": policy.last_modified,
-            "max_age": policy.max_age, "stored_at": time.time() if now is None else now,
+            "max_age": policy.max_age, "stored_at": time.time() if now is None else now, "keyed": keyed,
         }
         self._write(self._doc_path(url), json.dumps(meta, sort_keys=True).encode("utf-8"))

@@ -1,6 +1,7 @@
 """Reading a well-known site through the cache: documents by URL, artifacts by digest.
 
-``document`` honours the server's caching headers (see ``cache``); ``artifact`` never downloads
+``document`` honours the server's caching headers (see ``cache``), except that a document fetched
+with the site's key is always asked for again; ``artifact`` never downloads
 what the cache already holds under the digest the index names, and verifies every download
 against that digest before anyone sees a byte of it (a mismatch is refused and not cached).
 """
@@ -44,11 +45,11 @@ class SiteClient:
                 merged = CachePolicy(policy.store, policy.max_age, policy.etag or cached.policy.etag,
                                      policy.last_modified or cached.policy.last_modified)
                 if self.cache is not None:
-                    self.cache.put_document(url, cached.body, merged, now=now)
+                    self.cache.put_document(url, cached.body, merged, now=now, keyed=cached.keyed or answer.keyed)
                 return cached.body
         body = inflate_capped(answer.body, answer.encoding, max_bytes, what) if answer.encoding else answer.body
         if self.cache is not None:
-            self.cache.put_document(url, body, CachePolicy.from_headers(answer.headers), now=now)
+            self.cache.put_document(url, body, CachePolicy.from_headers(answer.headers), now=now, keyed=answer.keyed)
         return body
 
     def artifact(self, url: str, digest: str, *, max_bytes: int, what: str, use_cache: bool = True) -> bytes:

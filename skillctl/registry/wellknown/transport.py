@@ -18,7 +18,14 @@ Any web server or CDN may be a skill site, so every answer is treated as hostile
 - every failure is one line naming the URL and saying what to do.
 
 TLS certificates are always verified (a private CA through ``REQUESTS_CA_BUNDLE`` or ``ca_bundle``);
-plain ``http://`` URLs are refused unless ``insecure`` is set. No credentials are ever sent.
+plain ``http://`` URLs are refused unless ``insecure`` is set.
+
+Credentials: a site's key (``SiteKey``) goes as ``Authorization: Bearer KEY`` to the site's own
+origin (scheme, host and port) and nowhere else: not to a redirect target on another origin, not
+to an artifact URL on another host, not to an index a lock names elsewhere. Each request is sent
+with an explicit auth hook, so requests' own sources (``~/.netrc``, ``user:password@`` in a URL)
+never add one either. 401 and 403 are one line saying whether a key is missing or refused and
+how to give one; the key itself is never part of a message.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import requests
+import requests.auth
 import urllib3
 
 from skillctl import __version__
@@ -52,6 +60,57 @@ class Answer:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     encoding: str = ""  # a Content-Encoding the server applied anyway; ``body`` is still encoded
+    keyed: bool = False  # the site's key went with a request of this exchange
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+KEY_HINT = "give one with --token-stdin or SKILLCTL_SITE_TOKEN"
+
+
+def origin_of(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of ``url``, the unit a key is bound to; None when it has none."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return None
+    return scheme, parts.hostname.lower(), port or _DEFAULT_PORTS[scheme]
+
+
+@dataclass(frozen=True)
+class SiteKey:
+    """The key of one site: sent to ``origin`` alone. ``token`` stays out of ``repr`` so that
+    no traceback or debug print shows it."""
+
+    site: str  # scheme://host[:port], for messages
+    token: str = field(repr=False)
+
+    @property
+    def origin(self) -> tuple[str, str, int] | None:
+        return origin_of(self.site)
+
+    def applies_to(self, url: str) -> bool:
+        return self.origin is not None and origin_of(url) == self.origin
+
+
+class _Bearer(requests.auth.AuthBase):
+    """What requests puts in ``Authorization``: the key, or (token None) nothing. Being an auth
+    hook at all keeps requests from filling the header from ~/.netrc or the URL's user info."""
+
+    def __init__(self, token: str | None) -> None:
+        self._token = token
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers.pop("Authorization", None)
+        if self._token is not None:
+            request.headers["Authorization"] = f"Bearer {self._token}"
+        return request
+
+
+_NO_AUTH = _Bearer(None)
 
 
 def inflate_capped(body: bytes, encoding: str, cap: int, what: str) -> bytes:
@@ -92,8 +151,14 @@ class HttpClient:
         max_redirects: int = 5,
         attempts: int = 3,
         backoff_s: float = 0.2,
+        key: SiteKey | None = None,
+        site: str = "",
     ) -> None:
+        """``key``: sent to its site's origin only; ``site`` (scheme://host[:port]) names the
+        site in 401/403 messages when there is no key."""
         self.insecure = insecure
+        self.key = key
+        self.site = key.site if key is not None else site
         self.verify: bool | str = ca_bundle or True
         self.deadline_s = deadline_s
         self.connect_timeout_s = connect_timeout_s
@@ -152,8 +217,14 @@ class HttpClient:
     ) -> Answer:
         seen = [url]
         current = url
+        keyed = False
         while True:
-            resp = self._send(current, headers, what, deadline, cancel)
+            # The origin check already keeps a key off plain http unless the site itself is
+            # http (which needs insecure); the scheme test keeps it so for any caller.
+            sent_key = (self.key is not None and self.key.applies_to(current)
+                        and (urlsplit(current).scheme == "https" or self.insecure))
+            keyed = keyed or sent_key
+            resp = self._send(current, headers, what, deadline, cancel, sent_key)
             shared["response"] = resp
             if resp.status_code in _REDIRECTS:
                 location = resp.headers.get("Location")
@@ -173,17 +244,38 @@ class HttpClient:
                 continue
             with resp:
                 if resp.status_code == 304:
-                    return Answer(current, 304, dict(resp.headers))
+                    return Answer(current, 304, dict(resp.headers), keyed=keyed)
                 if resp.status_code in (404, 410):
-                    return Answer(current, 404, dict(resp.headers))
+                    return Answer(current, 404, dict(resp.headers), keyed=keyed)
+                if resp.status_code in (401, 403):
+                    raise RegistryError(self._refused(current, resp.status_code, what, sent_key))
                 if resp.status_code != 200:
                     verb = "failed" if resp.status_code >= 500 else "refused"
                     raise RegistryError(f"{what}: {current} {verb} with HTTP {resp.status_code}")
                 body = self._read(resp, current, max_bytes, what, deadline, cancel)
                 encoding = resp.headers.get("Content-Encoding", "").strip().lower()
-                return Answer(current, 200, dict(resp.headers), body, "" if encoding == "identity" else encoding)
+                return Answer(current, 200, dict(resp.headers), body, "" if encoding == "identity" else encoding, keyed)
 
-    def _send(self, url: str, headers: dict[str, str], what: str, deadline: float, cancel: threading.Event) -> requests.Response:
+    def _refused(self, url: str, status: int, what: str, sent_key: bool) -> str:
+        """The one line for a 401/403: a key missing, a key refused, or credentials wanted by
+        an origin the key is never sent to."""
+        site = self.site or url
+        on_site = origin_of(url) == origin_of(site)
+        if not on_site:
+            return (f"{what}: {url} answered HTTP {status} (it wants credentials); it is not {site}, and skillctl "
+                    "sends a site's key to that site's own origin only")
+        if sent_key and status == 401:
+            return (f"{what}: {site} does not accept the key given (HTTP 401: unknown, revoked, or for another site); "
+                    "give a valid one with --token-stdin or SKILLCTL_SITE_TOKEN")
+        if sent_key:
+            return (f"{what}: {site} does not allow the key given to read {url} (HTTP 403); "
+                    "give a key with read access through --token-stdin or SKILLCTL_SITE_TOKEN")
+        if status == 401:
+            return f"{what}: {site} needs a key to read it (HTTP 401); {KEY_HINT}"
+        return f"{what}: {site} refuses {url} without a key (HTTP 403); if it takes keys, {KEY_HINT}"
+
+    def _send(self, url: str, headers: dict[str, str], what: str, deadline: float, cancel: threading.Event,
+              sent_key: bool = False) -> requests.Response:
         delay = self.backoff_s
         for attempt in range(1, self.attempts + 1):
             remaining = deadline - time.monotonic()
@@ -195,6 +287,7 @@ class HttpClient:
                 # they are longer, so a stalled server always ends as "no complete answer".
                 resp = self.session.get(
                     url, headers=headers, stream=True, allow_redirects=False, verify=self.verify,
+                    auth=_Bearer(self.key.token) if sent_key and self.key is not None else _NO_AUTH,
                     timeout=(min(self.connect_timeout_s, remaining), remaining + 5),
                 )
             except requests.exceptions.SSLError as exc:
