@@ -137,6 +137,19 @@ def test_each_outcome_has_its_exit_code_and_removes_the_container(outcome, env, 
 
 
 @pytest.mark.requires_docker
+def test_max_seconds_ends_the_run_inside_a_command_that_asked_for_an_hour(env, tmp_path, agent_image):
+    # This ran 92 s under --max-seconds 10: the command's own timeout was the only limit inside a step.
+    steps = [{"shell": ["sleep 600"], "timeout_ms": 3_600_000}, {"answer": "never"}]
+    began = time.monotonic()
+    result = invoke(env, "run", "--model", script(tmp_path, steps), "--transcript", str(tmp_path / "t.jsonl"),
+                    "--max-seconds", "5", "--timeout-ms", "3600000", "Wait.")
+    took = time.monotonic() - began
+    assert result.exit_code == 4, result.output
+    assert took < 120, f"the run took {took:.0f} s"
+    assert "outcome: time_exhausted" in result.stderr and "during step 1's shell call" in result.stderr
+
+
+@pytest.mark.requires_docker
 def test_context_too_long_exit_code_and_message(env, tmp_path, agent_image, docker_client):
     before = owned_containers(docker_client, os.getpid())
     result = invoke(env, "run", "--model", script(tmp_path, [{"answer": "x"}]), "--transcript", str(tmp_path / "t.jsonl"),

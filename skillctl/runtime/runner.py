@@ -44,6 +44,7 @@ from skillctl.bundle import BundleContents
 from skillctl.errors import SandboxError, SkillctlError
 from skillctl.protocols import ExecResult, Model, RegistryReader, ResolvedSkill, Sandbox
 from skillctl.runtime.approval import ApprovalPolicy, Approver
+from skillctl.runtime.deadline import Deadline
 from skillctl.runtime.loader import fetch_bundles, load_skills, resolve_all
 from skillctl.runtime.loop import Agent
 from skillctl.runtime.memory import MEMORY_DIR, Memory
@@ -274,14 +275,19 @@ class Runner:
 
     def make_agent(self, model: Model, approver: Approver, sandbox: Sandbox, system_text: str) -> Agent:
         spec = self.spec
+        # One clock for the run's max_seconds: the loop checks it between steps, the shell cuts
+        # commands at it, and sub-agents spend it rather than starting their own.
+        deadline = Deadline(spec.max_seconds)
         shell = shell_tool(sandbox, approve=approver.approve, default_timeout_ms=spec.timeout_ms,
-                           on_result=self.report_command, cancel=spec.cancel)
+                           max_timeout_ms=spec.timeout_ms, on_result=self.report_command, cancel=spec.cancel,
+                           deadline=deadline)
         tools = [shell]
         if spec.subagents:
             from skillctl.runtime.subagent import subagent_tool
 
             tools.append(subagent_tool(model, system_text, [shell], limits=spec.limits, progress=self.progress,
-                                       transcript_dir=self.transcript_path.with_suffix(".subagents"), cancel=spec.cancel))
+                                       transcript_dir=self.transcript_path.with_suffix(".subagents"), cancel=spec.cancel,
+                                       deadline=deadline))
         fitter = None
         if spec.compact:
             from skillctl.context import Compactor
@@ -290,7 +296,7 @@ class Runner:
             fitter = Compactor(model_summarizer(model)).fit
         self.transcript = Transcript(self.transcript_path)
         return Agent(model, ToolBox(tools), limits=spec.limits, transcript=self.transcript,
-                     progress=self.progress, fitter=fitter, cancel=spec.cancel)
+                     progress=self.progress, fitter=fitter, cancel=spec.cancel, deadline=deadline)
 
     def report_command(self, command: str, result: ExecResult | None, reason: str) -> None:
         if self.egress is not None:
