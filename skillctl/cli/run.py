@@ -38,7 +38,7 @@ from skillctl.sandbox import BACKENDS as SANDBOXES
 @click.option("--compact", is_flag=True, help="When clearing old tool results is not enough, let the model summarise the oldest part of the conversation instead of dropping it (D7; costs extra model calls).")
 @click.option("--subagents", is_flag=True, help="Offer the model a `subagent` tool: a fresh-context agent run on a sub-task whose final answer alone comes back.")
 @click.option("--memory", "memory", metavar="NAME|DIR", help="Long-term memory that outlives the run: a NAME (kept in the user data folder) or a folder path such as ./notes. The agent finds it at /memory and c1 shows the first lines of its MEMORY.md; one run at a time per memory. See `skillctl memory`.")
-@click.option("--output", "output_dir", type=click.Path(file_okay=False, path_type=Path), help="After the run, copy the sandbox's working folder here (links and special files are skipped).")
+@click.option("--output", "output_dir", type=click.Path(file_okay=False, path_type=Path), help="After the run, copy the sandbox's working folder here (hard links become separate files; symbolic links and special files are skipped; exit 10 if the copy fails).")
 @click.option("--transcript", "transcript_path", type=click.Path(dir_okay=False, path_type=Path), help="JSON Lines file for the full run record (default: in the user state folder).")
 @egress_options
 @registry_option
@@ -55,7 +55,8 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
     proposes shell commands, the harness runs (or refuses) them, until a final answer or a budget.
     Progress goes to stderr; the answer to stdout. Exit 0 for an answer; otherwise the outcome's
     code: 3 steps, 4 time, 5 tokens, 6 invalid calls, 7 context too long, 8 model error,
-    9 sandbox error, 130 interrupted.
+    9 sandbox error, 130 interrupted; 10 when the run answered but --output could not be written
+    (the answer is printed all the same).
 
     Network is off unless a policy allows domains (--allow-domain, --network-policy, or
     'network:' in skills.yaml); then HTTP(S) goes only through an egress proxy that enforces
@@ -85,6 +86,8 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
             registry.close()
     for warning in result.warnings:
         progress(f"warning: {warning}")
+    for note in result.output_notes:
+        progress(f"output: {note}")
     if result.egress is not None:
         progress(result.egress["summary"])
     if fmt == "json":
@@ -98,6 +101,8 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
         )
         if result.message:
             progress(result.message)
+    if result.output_error:
+        progress(f"error: {result.output_error}")
     sys.exit(result.exit_code)
 
 

@@ -100,10 +100,19 @@ class Runner:
             staged = inputs_tar(list(spec.inputs)) if spec.inputs else None
             with self.memory_session():  # before the image: a busy memory fails fast
                 image = self.select_image(skills, registry)
-                with self.sandbox_session(image) as sandbox:
-                    system_text = self.prepare(sandbox, registry, skills, staged)
-                    result = self.make_agent(model, approver, sandbox, system_text).run(system_text, spec.task)
-                    self.finish(sandbox, result)
+                finished: RunResult | None = None
+                try:
+                    with self.sandbox_session(image) as sandbox:
+                        system_text = self.prepare(sandbox, registry, skills, staged)
+                        result = self.make_agent(model, approver, sandbox, system_text).run(system_text, spec.task)
+                        self.finish(sandbox, result)
+                        finished = result
+                except SandboxError as exc:
+                    if finished is None:
+                        raise
+                    # Only removing the sandbox failed: the run and its answer stand (the reaper
+                    # removes the container once its owner is gone or its TTL has passed).
+                    finished.warnings.append(f"the sandbox was not removed: {exc}")
         result.duration_s = time.monotonic() - started
         result.skills = [{"name": s.name, "version": s.version, "digest": s.digest} for s in skills]
         result.memory = str(self.memory.folder) if self.memory is not None else None
@@ -353,18 +362,25 @@ class Runner:
         memory = self.memory
         assert memory is not None
         try:
-            files = memory.replace_with(sandbox.get_archive(sandbox.agent_path(MEMORY_DIR)))
+            with sandbox.open_archive(sandbox.agent_path(MEMORY_DIR)) as chunks:
+                files = memory.replace_with(chunks)
         except SkillctlError as exc:
             result.warnings.append(f"memory {memory.name} was not updated (it is as before the run): {exc}")
             return
         self.progress(f"memory {memory.name}: kept {len(files)} file(s) in {memory.folder}")
 
     def copy_outputs(self, sandbox: Sandbox, result: RunResult) -> None:
+        """The workspace into ``spec.output_dir``, streamed (memory stays flat whatever its size)
+        and unpacked as a hostile archive. A copy that fails leaves the folder as it was and is
+        ``result.output_error`` (exit code 10 for a run that answered); the answer stands."""
         out = self.spec.output_dir
         assert out is not None
         try:
-            result.outputs = extract_outputs(sandbox.get_archive(sandbox.workspace), out)
+            with sandbox.open_archive(sandbox.workspace) as chunks:  # closed on every path
+                copied = extract_outputs(chunks, out)
         except SkillctlError as exc:
-            result.warnings.append(f"the workspace was not copied to {out}: {exc}")
+            result.output_error = f"the workspace was not copied to {out}: {exc}"
             return
+        result.outputs = copied.files
+        result.output_notes = copied.notes()
         self.progress(f"copied {len(result.outputs)} file(s) from the workspace to {out}")
