@@ -112,6 +112,17 @@ def test_outputs_never_write_through_a_link_in_the_destination(tmp_path: Path) -
     assert list(elsewhere.iterdir()) == []
 
 
+@pytest.mark.parametrize("member", [
+    M("workspace/x", b"x", pax={"SCHILY.xattr.security.capability": "v"}),  # a file capability
+    M("workspace/s", type=tarfile.GNUTYPE_SPARSE),
+    M("workspace/g", type=tarfile.XGLTYPE),
+], ids=["xattr", "sparse", "global-header"])
+def test_outputs_hold_the_archive_itself_to_the_strict_rules(tmp_path: Path, member: M) -> None:
+    with pytest.raises(SkillctlError, match="not an archive skillctl accepts"):
+        extract_outputs(tar_bytes([M("workspace/ok.txt", b"ok"), member]), tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_damaged_output_archive_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     data = tar_bytes([M("workspace/a.txt", b"A" * 2000)])
     with pytest.raises(SkillctlError, match="not an archive skillctl accepts: .*truncated"):
