@@ -260,7 +260,8 @@ def _unpack(scanner: "TarScanner", stage: Path, max_bytes: int, max_files: int) 
                 fh.write(piece)
         os.chmod(target, 0o755 if header.executable else 0o644)
         if header.mtime is not None:
-            os.utime(target, (header.mtime, header.mtime))
+            with suppress(OverflowError, ValueError):  # a time no file system can hold: left as now
+                os.utime(target, (header.mtime, header.mtime))
         if header.mode & 0o6000:
             copied.stripped.append(rel)
         written[rel] = header.size
@@ -272,18 +273,21 @@ def _unpack(scanner: "TarScanner", stage: Path, max_bytes: int, max_files: int) 
 def _merge(stage: Path, root: Path) -> None:
     """Move what ``stage`` holds into the existing folder ``root``: every clash (a file where a
     folder goes or the reverse, a link where a folder goes) is found before anything moves."""
-    pending: list[tuple[Path, Path]] = []
+    folders_to_make: list[Path] = []
+    moves: list[tuple[Path, Path]] = []
     for here, folders, files in os.walk(stage):
         rel = Path(here).relative_to(stage)
         for name in folders:
             there = root / rel / name
             if there.is_symlink() or (there.exists() and not there.is_dir()):
                 raise SkillctlError(f"cannot copy the sandbox's output: {there} is in the way of a folder")
+            folders_to_make.append(there)
         for name in files:
             there = root / rel / name
             if there.is_dir() and not there.is_symlink():
                 raise SkillctlError(f"cannot copy the sandbox's output: the folder {there} is in the way of a file")
-            pending.append((Path(here) / name, there))
-    for source, there in pending:
-        there.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            moves.append((Path(here) / name, there))
+    for there in folders_to_make:  # parents first (os.walk goes top-down); empty ones too
+        there.mkdir(mode=0o755, exist_ok=True)
+    for source, there in moves:
         os.replace(source, there)

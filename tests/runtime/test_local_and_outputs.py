@@ -79,6 +79,11 @@ def test_outputs_drop_setuid_and_setgid_bits_and_keep_odd_but_valid_names(tmp_pa
     assert copied.stripped == ["tool", "plain"] and (out / "12:00 report.txt").read_bytes() == b"r"
 
 
+def test_an_output_dated_beyond_any_file_system_is_still_copied(tmp_path: Path) -> None:
+    copied = extract_outputs(tar_bytes([M("workspace/far.txt", b"f", pax={"mtime": "1e300"})]), tmp_path / "out")
+    assert copied.files == ["far.txt"] and (tmp_path / "out" / "far.txt").read_bytes() == b"f"
+
+
 def test_outputs_are_read_as_a_stream_of_any_chunking(tmp_path: Path) -> None:
     data = tar_bytes([M("workspace/big.bin", bytes(range(256)) * 4096), M("workspace/small.txt", b"s")])
     pieces = (data[i:i + 777] for i in range(0, len(data), 777))
@@ -91,14 +96,16 @@ def test_outputs_into_an_existing_folder_keep_its_files_and_clashes_change_nothi
     (out / "sub").mkdir(parents=True)
     (out / "mine.txt").write_text("mine", "utf-8")
     (out / "sub" / "old.txt").write_text("old", "utf-8")
-    extract_outputs(tar_bytes([M("workspace/sub/new.txt", b"new"), M("workspace/mine.txt", b"theirs")]), out)
+    extract_outputs(tar_bytes([M("workspace/sub/new.txt", b"new"), M("workspace/mine.txt", b"theirs"),
+                               M("workspace/empty", type=tarfile.DIRTYPE, mode=0o755)]), out)
     assert (out / "mine.txt").read_text() == "theirs" and (out / "sub" / "old.txt").read_text() == "old"
-    assert sorted(p.name for p in out.iterdir()) == ["mine.txt", "sub"]  # no staging folder left
+    assert (out / "sub" / "new.txt").read_text() == "new" and (out / "empty").is_dir()
+    assert sorted(p.name for p in out.iterdir()) == ["empty", "mine.txt", "sub"]  # no staging folder left
     # A file where the archive has a folder: refused before anything moves.
     (out / "d").write_text("a file", "utf-8")
     with pytest.raises(SkillctlError, match="is in the way of a folder"):
         extract_outputs(tar_bytes([M("workspace/a.txt", b"A"), M("workspace/d/x.txt", b"X")]), out)
-    assert sorted(p.name for p in out.iterdir()) == ["d", "mine.txt", "sub"]
+    assert sorted(p.name for p in out.iterdir()) == ["d", "empty", "mine.txt", "sub"]
 
 
 def test_outputs_never_write_through_a_link_in_the_destination(tmp_path: Path) -> None:
