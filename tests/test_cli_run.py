@@ -219,18 +219,32 @@ class MeasuredRun:
     pid: int
 
 
+# Runs a command and writes "PID PEAK_KIB" of it to the file named first. Why a go-between: on
+# Linux a process's ru_maxrss starts at the peak of the process it was forked from (and survives
+# exec), so a child of the test process would report this test session's size, not its own.
+MEASURE = """\
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as fh:
+    fh.write(f"{proc.pid} {usage.ru_maxrss}")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def measured_run(env, tmp_path: Path, steps: list, *args: str) -> MeasuredRun:
-    """``skillctl run --model SCRIPT ARGS…`` in a child process, measured."""
+    """``skillctl run --model SCRIPT ARGS…`` in a process of its own, measured."""
     began = time.monotonic()
+    measured = tmp_path / "measured"
     with open(tmp_path / "stdout", "w+") as out, open(tmp_path / "stderr", "w+") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "from skillctl.cli import main; main()", "run", "--model", script(tmp_path, steps), *args],
+        code = subprocess.run(
+            [sys.executable, "-c", MEASURE, str(measured), sys.executable, "-c", "from skillctl.cli import main; main()",
+             "run", "--model", script(tmp_path, steps), *args],
             stdout=out, stderr=err, env={**os.environ, **env},
-        )
-        _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak memory, not the largest child's
+        ).returncode
         out.seek(0), err.seek(0)
-        return MeasuredRun(os.waitstatus_to_exitcode(status), out.read(), err.read(), usage.ru_maxrss / 1024,  # KiB on Linux
-                           time.monotonic() - began, proc.pid)
+        pid, peak_kib = map(int, measured.read_text().split())
+        return MeasuredRun(code, out.read(), err.read(), peak_kib / 1024, time.monotonic() - began, pid)  # KiB on Linux
 
 
 @pytest.mark.requires_docker
