@@ -12,7 +12,7 @@ suite (``tests/registry/test_conformance.py``, ``tests/sandbox/test_conformance.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, ContextManager, Iterator, Literal, Protocol, Sequence, runtime_checkable
 
 from skillctl.messages import Message, ToolCall
 
@@ -69,8 +69,15 @@ class Sandbox(Protocol):
       names ``/workspace``, ``/skills``, ``/tmp`` and any extra folder the sandbox was opened
       with (``extra_dirs``, e.g. ``/memory``). A container shows those names as they are; the
       unisolated local backend maps them to folders on this machine.
-    - Files move as tar archives (``put_archive``/``get_archive``), never through bind mounts;
-      ``put_archive(..., user=agent_user)`` makes staged files the agent's own.
+    - Files move as tar archives (``put_archive``/``get_archive``/``open_archive``), never
+      through bind mounts; ``put_archive(..., user=agent_user)`` makes staged files the agent's
+      own. An archive of ``path`` has the path's last part as its top folder.
+    - ``open_archive`` streams: a context manager giving the archive as chunks read while the
+      caller iterates, so copying out costs one chunk of memory whatever the size. More than
+      ``max_bytes`` (default: the backend's own cap) raises ``SandboxError`` from the iterator,
+      and leaving the ``with`` block closes the stream on every path, read whole or not — a
+      backend may hold the sandbox while a stream is open. ``get_archive`` is the same, whole,
+      as bytes (for small folders).
     """
 
     @property
@@ -119,6 +126,10 @@ class Sandbox(Protocol):
     def put_archive(self, dest_dir: str, tar_bytes: bytes, *, user: str | None = None) -> None: ...
 
     def get_archive(self, path: str) -> bytes: ...
+
+    def open_archive(self, path: str, *, max_bytes: int | None = None) -> ContextManager[Iterator[bytes]]:
+        """A tar of ``path`` as a stream of chunks: ``with sandbox.open_archive(p) as chunks:``."""
+        ...
 
 
 # ---------------------------------------------------------------------------- store

@@ -56,6 +56,7 @@ class DebPackage:
     version: str
     depends: str = ""
     files: dict[str, tuple[str, int]] = field(default_factory=dict)  # path -> (text, mode)
+    folders: dict[str, int] = field(default_factory=dict)  # path -> mode
 
 
 class AptRepo:
@@ -85,6 +86,10 @@ class AptRepo:
             path = tree / rel.lstrip("/")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
+            path.chmod(mode)
+        for rel, mode in pkg.folders.items():
+            path = tree / rel.lstrip("/")
+            path.mkdir(parents=True, exist_ok=True)
             path.chmod(mode)
         pool = self.root / "debian" / "pool" / "main" / pkg.name[0] / pkg.name
         pool.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -137,6 +138,19 @@ def test_each_outcome_has_its_exit_code_and_removes_the_container(outcome, env, 
 
 
 @pytest.mark.requires_docker
+def test_max_seconds_ends_the_run_inside_a_command_that_asked_for_an_hour(env, tmp_path, agent_image):
+    # This ran 92 s under --max-seconds 10: the command's own timeout was the only limit inside a step.
+    steps = [{"shell": ["sleep 600"], "timeout_ms": 3_600_000}, {"answer": "never"}]
+    began = time.monotonic()
+    result = invoke(env, "run", "--model", script(tmp_path, steps), "--transcript", str(tmp_path / "t.jsonl"),
+                    "--max-seconds", "5", "--timeout-ms", "3600000", "Wait.")
+    took = time.monotonic() - began
+    assert result.exit_code == 4, result.output
+    assert took < 120, f"the run took {took:.0f} s"
+    assert "outcome: time_exhausted" in result.stderr and "during step 1's shell call" in result.stderr
+
+
+@pytest.mark.requires_docker
 def test_context_too_long_exit_code_and_message(env, tmp_path, agent_image, docker_client):
     before = owned_containers(docker_client, os.getpid())
     result = invoke(env, "run", "--model", script(tmp_path, [{"answer": "x"}]), "--transcript", str(tmp_path / "t.jsonl"),
@@ -195,6 +209,44 @@ def test_a_background_service_outlives_its_step_only_when_asked(keep, env, tmp_p
     assert outs[3]["stdout"] == "still working\n"
 
 
+@dataclass
+class MeasuredRun:
+    code: int
+    stdout: str
+    stderr: str
+    peak_mib: float  # the skillctl process's own peak resident memory
+    seconds: float
+    pid: int
+
+
+# Runs a command and writes "PID PEAK_KIB" of it to the file named first. Why a go-between: on
+# Linux a process's ru_maxrss starts at the peak of the process it was forked from (and survives
+# exec), so a child of the test process would report this test session's size, not its own.
+MEASURE = """\
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as fh:
+    fh.write(f"{proc.pid} {usage.ru_maxrss}")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def measured_run(env, tmp_path: Path, steps: list, *args: str) -> MeasuredRun:
+    """``skillctl run --model SCRIPT ARGS…`` in a process of its own, measured."""
+    began = time.monotonic()
+    measured = tmp_path / "measured"
+    with open(tmp_path / "stdout", "w+") as out, open(tmp_path / "stderr", "w+") as err:
+        code = subprocess.run(
+            [sys.executable, "-c", MEASURE, str(measured), sys.executable, "-c", "from skillctl.cli import main; main()",
+             "run", "--model", script(tmp_path, steps), *args],
+            stdout=out, stderr=err, env={**os.environ, **env},
+        ).returncode
+        out.seek(0), err.seek(0)
+        pid, peak_kib = map(int, measured.read_text().split())
+        return MeasuredRun(code, out.read(), err.read(), peak_kib / 1024, time.monotonic() - began, pid)  # KiB on Linux
+
+
 @pytest.mark.requires_docker
 def test_a_flood_of_concurrent_commands_keeps_memory_and_the_transcript_bounded(env, tmp_path, agent_image):
     # Eight commands at once, each printing 11 MB of control bytes on stdout and on stderr, twice:
@@ -202,19 +254,9 @@ def test_a_flood_of_concurrent_commands_keeps_memory_and_the_transcript_bounded(
     flood = "head -c 11000000 /dev/zero; head -c 11000000 /dev/zero | tr '\\0' '\\33' >&2"
     steps = [{"shell": [flood] * 8}, {"shell": [flood] * 8}, {"answer": "survived"}]
     transcript = tmp_path / "t.jsonl"
-    with open(tmp_path / "out", "w+") as out, open(tmp_path / "err", "w+") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "from skillctl.cli import main; main()", "run", "--model", script(tmp_path, steps),
-             "--transcript", str(transcript), "Flood."],
-            stdout=out, stderr=err, env={**os.environ, **env},
-        )
-        _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak memory, not the largest child's
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0), err.seek(0)
-        answer, progress = out.read(), err.read()
-    assert (proc.returncode, answer) == (0, "survived\n"), progress[-2000:]
-    peak_mib = usage.ru_maxrss / 1024  # KiB on Linux
-    assert peak_mib < 600, f"peak memory of the run: {peak_mib:.0f} MiB"
+    run = measured_run(env, tmp_path, steps, "--transcript", str(transcript), "Flood.")
+    assert (run.code, run.stdout) == (0, "survived\n"), run.stderr[-2000:]
+    assert run.peak_mib < 600, f"peak memory of the run: {run.peak_mib:.0f} MiB"
     size_mib = transcript.stat().st_size / 2**20
     assert size_mib < 20, f"transcript: {size_mib:.0f} MiB"
     text = transcript.read_text("utf-8")
@@ -230,6 +272,68 @@ def test_a_flood_of_concurrent_commands_keeps_memory_and_the_transcript_bounded(
         assert o["stdout"].startswith("␀") and o["stderr"].startswith("␛")
     model_read = [e["message"]["content"] for e in events if e["type"] == "message" and e["message"]["role"] == "tool"]
     assert all("bytes of stdout exceeded the capture cap" in t for t in model_read)
+
+
+def leftovers_beside(folder: Path) -> list[str]:
+    """Anything a copy to ``folder`` left next to it (its staging folder, say)."""
+    return sorted(p.name for p in folder.parent.iterdir() if p.name.startswith(f".{folder.name}"))
+
+
+@pytest.mark.requires_docker
+def test_a_workspace_over_the_output_cap_keeps_the_answer_memory_flat_and_the_sandbox_free(
+        env, tmp_path, agent_image, docker_client):
+    # 600 MB in /workspace: this hung ~188 s (the archive stream was never closed, so the daemon
+    # kept the container locked), then failed with a traceback, exit 1 and no answer.
+    steps = [{"shell": ["head -c 300000000 /dev/zero > a.bin && head -c 300000000 /dev/zero > b.bin"]},
+             {"answer": "the answer"}]
+    out = tmp_path / "out"
+    run = measured_run(env, tmp_path, steps, "--transcript", str(tmp_path / "t.jsonl"), "--output", str(out), "Fill.")
+    assert (run.code, run.stdout) == (10, "the answer\n"), run.stderr[-2000:]
+    # a.bin (300 MB) went through before b.bin passed the cap: streamed, never held.
+    assert run.peak_mib < 250, f"peak memory of the run: {run.peak_mib:.0f} MiB"
+    assert run.seconds < 120, f"the run took {run.seconds:.0f} s"
+    assert "outcome: answered" in run.stderr
+    assert "error: the workspace was not copied to" in run.stderr and "exceeds 512 MiB" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert not out.exists() and leftovers_beside(out) == []  # nothing half-written
+    assert owned_containers(docker_client, run.pid) == set()
+
+
+@pytest.mark.requires_docker
+def test_hard_links_setuid_files_and_special_files_in_the_output(env, tmp_path, agent_image):
+    steps = [{"shell": ["echo data > a && ln a b && mkdir d && ln a d/c && echo x > s && chmod 6755 s"
+                        " && ln -s /etc/passwd link && mkfifo fifo && touch \"$(printf 'bad\\377name')\""]},
+             {"answer": "copied"}]
+    out = tmp_path / "out"
+    result = invoke(env, "run", "--model", script(tmp_path, steps), "--transcript", str(tmp_path / "t.jsonl"),
+                    "--output", str(out), "--format", "json", "Copy.")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert sorted(report["outputs"]) == ["a", "b", "d/c", "s"] and report["output_error"] is None
+    # Each name is a file of its own with the data (today one name was silently dropped).
+    inodes = {(out / n).stat().st_ino for n in ("a", "b", "d/c")}
+    assert len(inodes) == 3 and all((out / n).read_text() == "data\n" and (out / n).stat().st_nlink == 1
+                                    for n in ("a", "b", "d/c"))
+    assert (out / "s").stat().st_mode & 0o7777 == 0o755  # setuid and setgid dropped, executable kept
+    assert not (out / "link").exists() and not (out / "link").is_symlink() and not (out / "fifo").exists()
+    notes = report["output_notes"]
+    assert "2 hard links copied as separate files: b (= a), d/c (= a)" in notes
+    assert "1 file written without setuid/setgid bits: s" in notes
+    assert "3 entries not copied: bad\\xffname (name is not UTF-8), fifo (FIFO), link (symbolic link)" in notes
+    assert "output: 2 hard links copied as separate files" in result.stderr
+
+
+@pytest.mark.requires_docker
+def test_too_many_files_in_the_output_keeps_the_answer(env, tmp_path, agent_image):
+    steps = [{"shell": ["mkdir many && cd many && seq 1 10001 | xargs touch"]}, {"answer": "the answer"}]
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("was here before", "utf-8")
+    result = invoke(env, "run", "--model", script(tmp_path, steps), "--transcript", str(tmp_path / "t.jsonl"),
+                    "--output", str(out), "Make files.")
+    assert (result.exit_code, result.stdout) == (10, "the answer\n"), result.output
+    assert "has more than 10000 entries; the limit is 10000" in result.stderr and "outcome: answered" in result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]  # as it was
 
 
 def test_bad_inputs_are_one_line_errors(env, tmp_path):

@@ -23,12 +23,19 @@ One exception, for archives other tools publish (``allow_global_comment``): ``gi
 starts every tar with a global PAX header holding only ``comment=<commit id>``. A global header
 in first position whose only key is ``comment`` changes nothing any reader extracts, so it is
 skipped; any other global header is still refused.
+
+A ``lenient`` scanner is for archives whose members are someone else's files rather than a
+bundle (a sandbox's workspace copied out): links, devices and FIFOs are returned (``kind`` and
+``link`` say what they are) and names that are not UTF-8 are decoded with ``surrogateescape``,
+so the caller can skip and report them one by one instead of losing the whole archive. Its
+structure is held to the same rules: checksums, numbers, header sizes, PAX keys, padding, the
+end of the archive; sparse files and global headers are still refused.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from skillctl.bundle.limits import BundleLimits
 from skillctl.bundle.members import Refused
@@ -63,12 +70,21 @@ _TYPE_NAMES = {
 
 @dataclass(frozen=True)
 class Header:
-    """One member as announced by its header(s): ``path`` has no trailing slash."""
+    """One member as announced by its header(s): ``path`` has no trailing slash.
+
+    ``kind`` is "file" or "dir", or for a lenient scanner one of the names in ``_TYPE_NAMES``
+    ("hard link", "symbolic link", "FIFO", …) with ``link`` its target as written. ``mode`` is
+    the permission bits as written (setuid and setgid included), ``mtime`` the modification
+    time when the archive gives one."""
 
     path: str
     is_dir: bool
     size: int
     executable: bool
+    kind: str = "file"
+    link: str = ""
+    mode: int = 0
+    mtime: float | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +94,7 @@ class _Raw:
     size: int
     mode: int
     linkname: bytes
+    mtime: int
 
 
 def _number(field: bytes) -> int:
@@ -97,10 +114,14 @@ def _nts(field: bytes) -> bytes:
     return field.split(b"\0", 1)[0]
 
 
-def _decode(name: bytes) -> str:
+def _decode(name: bytes, lenient: bool = False) -> str:
+    """``name`` as text; a lenient scanner keeps undecodable bytes as surrogates for the caller
+    to judge, a strict one refuses them."""
     try:
         return name.decode("utf-8")
     except UnicodeDecodeError:
+        if lenient:
+            return name.decode("utf-8", "surrogateescape")
         raise Refused(name.decode("utf-8", "replace"), "path is not valid UTF-8", RULE_UTF8) from None
 
 
@@ -122,7 +143,8 @@ def _parse_header(block: bytes, offset: int) -> _Raw:
         stored = _number(block[148:156])
         mode = _number(block[100:108])
         size = _number(block[124:136])
-        for start, end in ((108, 116), (116, 124), (136, 148), (329, 337), (337, 345)):  # uid gid mtime dev
+        mtime = _number(block[136:148])
+        for start, end in ((108, 116), (116, 124), (329, 337), (337, 345)):  # uid gid dev
             _number(block[start:end])
     except ValueError:
         raise Refused(None, f"{where} has a malformed numeric field", RULE_TAR) from None
@@ -138,11 +160,12 @@ def _parse_header(block: bytes, offset: int) -> _Raw:
         raise Refused(_decode(name), "GNU header with atime/ctime/sparse fields set", RULE_TAR)
     if size < 0:
         raise Refused(_decode(name), "negative size", RULE_TAR)
-    return _Raw(name=name, type=block[156:157], size=size, mode=mode, linkname=_nts(block[157:257]))
+    return _Raw(name=name, type=block[156:157], size=size, mode=mode, linkname=_nts(block[157:257]), mtime=mtime)
 
 
-def _parse_pax(payload: bytes, header_name: str) -> dict[str, str]:
-    """PAX records ``"<len> <key>=<value>\\n"``, exactly covering the payload; keys unique."""
+def _parse_pax(payload: bytes, header_name: str, lenient: bool = False) -> dict[str, str]:
+    """PAX records ``"<len> <key>=<value>\\n"``, exactly covering the payload; keys unique.
+    Keys must be UTF-8; a lenient scanner keeps values that are not as surrogates."""
     records: dict[str, str] = {}
     pos = 0
     while pos < len(payload):
@@ -158,7 +181,7 @@ def _parse_pax(payload: bytes, header_name: str) -> dict[str, str]:
         if not eq or not key:
             raise Refused(header_name, f"malformed PAX record at byte {pos}", RULE_TAR)
         try:
-            key_text, value_text = key.decode("utf-8"), value.decode("utf-8")
+            key_text, value_text = key.decode("utf-8"), _decode(value, lenient) if lenient else value.decode("utf-8")
         except UnicodeDecodeError:
             raise Refused(header_name, f"PAX record at byte {pos} is not UTF-8", RULE_UTF8) from None
         if key_text in records:
@@ -182,9 +205,11 @@ class TarScanner:
     ``read_data`` for files only), then ``scanner.finish()``.
     """
 
-    def __init__(self, chunks: Iterable[bytes], limits: BundleLimits, *, allow_global_comment: bool = False) -> None:
+    def __init__(self, chunks: Iterable[bytes], limits: BundleLimits, *, allow_global_comment: bool = False,
+                 lenient: bool = False) -> None:
         self._chunks: Iterator[bytes] = iter(chunks)
         self._allow_global_comment = allow_global_comment
+        self._lenient = lenient
         self._buf = bytearray()
         self._pos = 0
         self.offset = 0  # bytes of tar consumed
@@ -247,18 +272,20 @@ class TarScanner:
                     # A GNU long link target: read (capped) so the refusal can name the member.
                     if long_link is not None:
                         raise Refused(header_name, "two long link names for one member", RULE_TAR)
-                    long_link = _gnu_long_name(payload, header_name).decode("utf-8", "replace")
+                    long_link = _gnu_long_name(payload, header_name).decode("utf-8", "surrogateescape")
                     continue
                 if extended is not None:
                     raise Refused(header_name, "two extended headers for one member", RULE_TAR)
                 if raw.type == b"x":
-                    extended = (header_name, _parse_pax(payload, header_name))
+                    extended = (header_name, _parse_pax(payload, header_name, self._lenient))
                 else:
-                    extended = (header_name, _decode(_gnu_long_name(payload, header_name)))
+                    extended = (header_name, _decode(_gnu_long_name(payload, header_name), self._lenient))
                 continue
             header = self._member(raw, extended)
             if long_link is not None:
-                raise Refused(header.path, f"link to {long_link!r} (GNU long link name)", RULE_NO_LINKS)
+                if not (self._lenient and header.kind in ("hard link", "symbolic link")):
+                    raise Refused(header.path, f"link to {long_link!r} (GNU long link name)", RULE_NO_LINKS)
+                header = replace(header, link=long_link)
             return header
 
     def _skip_global_comment(self, raw: _Raw) -> None:
@@ -273,9 +300,11 @@ class TarScanner:
             raise Refused(header_name, f"global PAX header sets {keys} for every member", RULE_NO_GLOBAL)
 
     def _member(self, raw: _Raw, extended: tuple[str, dict[str, str] | str] | None) -> Header:
-        name = _decode(raw.name)
+        lenient = self._lenient
+        name = _decode(raw.name, lenient)
         size = raw.size
-        linkname = raw.linkname.decode("utf-8", "replace")
+        mtime: float = raw.mtime
+        linkname = raw.linkname.decode("utf-8", "surrogateescape" if lenient else "replace")
         if extended is not None and isinstance(extended[1], str):
             name = extended[1]
         elif extended is not None:
@@ -283,17 +312,27 @@ class TarScanner:
             assert isinstance(records, dict)
             name = records.get("path", name)
             for key in records:
-                if key == "linkpath":
+                if key == "linkpath" and lenient and raw.type in (b"1", b"2"):
+                    linkname = records[key]
+                elif key == "linkpath":
                     raise Refused(name, f"link to {records[key]!r} (PAX linkpath)", RULE_NO_LINKS)
-                if key not in _PAX_ALLOWED:
+                elif key not in _PAX_ALLOWED:
                     raise Refused(name, f"PAX key {key!r} is not allowed", RULE_PAX_KEYS)
+            if "mtime" in records:
+                try:
+                    mtime = float(records["mtime"])
+                except ValueError:
+                    raise Refused(name, f"PAX mtime {records['mtime']!r} is not a number", RULE_TAR) from None
             if "size" in records:
                 text = records["size"]
                 if not (text.isascii() and text.isdigit()):
                     raise Refused(name, f"PAX size {text!r} is not a number", RULE_TAR)
                 size = int(text)
+        mode = raw.mode & 0o7777
         if raw.type in _TYPE_NAMES:
             kind, rule = _TYPE_NAMES[raw.type]
+            if lenient and raw.type not in (b"S", b"g"):  # a sparse map or global header changes how others read
+                return Header(name, False, size, False, kind=kind, link=linkname, mode=mode, mtime=mtime)
             target = f" to {linkname!r}" if rule == RULE_NO_LINKS and linkname else ""
             raise Refused(name, f"{kind}{target}", rule)
         if raw.type == b"5":
@@ -301,13 +340,13 @@ class TarScanner:
                 raise Refused(name, "folder entry with a size (readers disagree on what follows)", RULE_TAR)
             if name.endswith("/"):
                 name = name[:-1]
-            return Header(name, True, 0, False)
+            return Header(name, True, 0, False, kind="dir", mode=mode, mtime=mtime)
         if raw.type in (b"0", b"\0"):
             if raw.type == b"\0" and raw.name.endswith(b"/"):
                 # Pre-POSIX folder spelling: tarfile and GNU tar make it a folder even when a PAX
                 # path says otherwise.
                 raise Refused(name, "type-NUL entry whose header name ends in '/' (old-style folder)", RULE_TAR)
-            return Header(name, False, size, bool(raw.mode & 0o111))
+            return Header(name, False, size, bool(raw.mode & 0o111), mode=mode, mtime=mtime)
         kind = raw.type.decode("ascii", "replace")
         raise Refused(name, f"unknown member type {kind!r}", RULE_TYPES)
 
@@ -316,6 +355,21 @@ class TarScanner:
         data = self._read(header.size)
         self._skip_padding(header.size)
         return data
+
+    def iter_data(self, header: Header, chunk_size: int = 1 << 16) -> Iterator[bytes]:
+        """A member's bytes in pieces of at most ``chunk_size``, for members too big to hold;
+        consume it whole (or call ``skip_data``) before the next ``next_member``."""
+        left = header.size
+        while left:
+            piece = self._read(min(left, chunk_size))
+            left -= len(piece)
+            yield piece
+        self._skip_padding(header.size)
+
+    def skip_data(self, header: Header) -> None:
+        """Pass over a member's bytes (a link or device that carries some) without keeping them."""
+        for _ in self.iter_data(header):
+            pass
 
     def finish(self) -> None:
         """After the end-of-archive block: only zero padding (capped) may follow; draining the

@@ -20,10 +20,10 @@ from skillctl.sandbox import BACKENDS as SANDBOXES
 @click.option("--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp…). Env: OPENAI_BASE_URL. The key comes from OPENAI_API_KEY.")
 @click.option("--input", "inputs", multiple=True, type=click.Path(exists=True, path_type=Path), help="File or folder staged into the workspace before the run; repeatable.")
 @click.option("--max-steps", default=30, show_default=True, type=click.IntRange(min=1), help="K_max: model calls before the run stops with budget_exhausted.")
-@click.option("--max-seconds", type=click.FloatRange(min=1), help="Wall-clock budget for the whole run.")
+@click.option("--max-seconds", type=click.FloatRange(min=1), help="Wall-clock budget for the whole run (sub-agents included); a command still running when it ends is stopped.")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Budget on Z, the total tokens sent over the run.")
 @click.option("--context-budget", default=100_000, show_default=True, type=click.IntRange(min=1000), help="Tokens per request; older tool results are cleared to fit.")
-@click.option("--timeout-ms", default=60_000, show_default=True, type=click.IntRange(min=100), help="Default per-command timeout.")
+@click.option("--timeout-ms", default=60_000, show_default=True, type=click.IntRange(min=100), help="Per-command timeout: the default, and the most a model may ask for. Every command also ends when --max-seconds does.")
 @click.option("--approve", type=click.Choice(["policy", "never", "all"]), default="policy", show_default=True, help="Without a terminal: what happens to commands the policy says to ask about (policy: its 'unattended' setting, deny by default).")
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Approval policy file (YAML rules: pattern → allow|ask|deny).")
 @click.option("--sandbox", "sandbox_name", type=click.Choice(sorted(SANDBOXES)), default="docker", show_default=True, help="Where commands run.")
@@ -38,7 +38,7 @@ from skillctl.sandbox import BACKENDS as SANDBOXES
 @click.option("--compact", is_flag=True, help="When clearing old tool results is not enough, let the model summarise the oldest part of the conversation instead of dropping it (costs extra model calls).")
 @click.option("--subagents", is_flag=True, help="Offer the model a `subagent` tool: a fresh-context agent run on a sub-task whose final answer alone comes back.")
 @click.option("--memory", "memory", metavar="NAME|DIR", help="Long-term memory that outlives the run: a NAME (kept in the user data folder) or a folder path such as ./notes. The agent finds it at /memory and c1 shows the first lines of its MEMORY.md; one run at a time per memory. See `skillctl memory`.")
-@click.option("--output", "output_dir", type=click.Path(file_okay=False, path_type=Path), help="After the run, copy the sandbox's working folder here (links and special files are skipped).")
+@click.option("--output", "output_dir", type=click.Path(file_okay=False, path_type=Path), help="After the run, copy the sandbox's working folder here (hard links become separate files; symbolic links and special files are skipped; exit 10 if the copy fails).")
 @click.option("--transcript", "transcript_path", type=click.Path(dir_okay=False, path_type=Path), help="JSON Lines file for the full run record (default: in the user state folder).")
 @egress_options
 @registry_option
@@ -55,7 +55,8 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
     proposes shell commands, the harness runs (or refuses) them, until a final answer or a budget.
     Progress goes to stderr; the answer to stdout. Exit 0 for an answer; otherwise the outcome's
     code: 3 steps, 4 time, 5 tokens, 6 invalid calls, 7 context too long, 8 model error,
-    9 sandbox error, 130 interrupted.
+    9 sandbox error, 130 interrupted; 10 when the run answered but --output could not be written
+    (the answer is printed all the same).
 
     Network is off unless a policy allows domains (--allow-domain, --network-policy, or
     'network:' in skills.yaml); then HTTP(S) goes only through an egress proxy that enforces
@@ -85,6 +86,8 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
             registry.close()
     for warning in result.warnings:
         progress(f"warning: {warning}")
+    for note in result.output_notes:
+        progress(f"output: {note}")
     if result.egress is not None:
         progress(result.egress["summary"])
     if fmt == "json":
@@ -98,6 +101,8 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
         )
         if result.message:
             progress(result.message)
+    if result.output_error:
+        progress(f"error: {result.output_error}")
     sys.exit(result.exit_code)
 
 

@@ -7,8 +7,9 @@ a build stage). Nothing is downloaded during the build and nothing is pulled.
 
     stage 1 (venv): uv makes /opt/skills-env with the image's own python3 and installs the
                     wheels --offline --no-index --require-hashes --no-deps, byte-compiled
-    stage 2:        the agent image + the .debs (dpkg -i, then setuid/setgid bits removed,
-                    as the agent image does) + /opt/skills-env copied from stage 1;
+    stage 2:        the agent image + the .debs (dpkg -i) + /opt/skills-env copied from stage 1;
+                    then, as the agent image does, no setuid/setgid file or folder anywhere
+                    (bits removed, and the build fails if one is left);
                     PATH starts with /opt/skills-env/bin; the user is the agent image's again
 
 The image is tagged ``skillctl-env:<hash12>`` where the hash covers the agent image id, every
@@ -38,7 +39,7 @@ LABEL_PACKAGES = "org.skillctl.env.packages"  # "name==version …" for people
 # On the build stage that holds uv and the wheels; it is removed after the build.
 LABEL_STAGE = "org.skillctl.env.stage"
 # Bump when the Dockerfile below changes meaning, so old images are not reused for it.
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"
 
 _DOCKERFILE = """\
 ARG BASE
@@ -56,6 +57,9 @@ RUN /tmp/skillctl-build/uv venv --no-config --color never --no-python-downloads 
 FROM ${{BASE}}
 USER 0:0
 {debs}COPY --from=venv {venv} {venv}
+# Debian packages bring setuid/setgid programs and setgid folders (/var/mail…): none may stay.
+RUN find / -xdev -perm /6000 -exec chmod ug-s {{}} + \\
+ && test -z "$(find / -xdev -perm /6000)"
 ENV PATH={venv}/bin:${{PATH}} \\
     VIRTUAL_ENV={venv}
 USER {user}
@@ -64,7 +68,6 @@ USER {user}
 _DEBS = """\
 COPY debs/ /tmp/skillctl-debs/
 RUN dpkg -i /tmp/skillctl-debs/*.deb && rm -rf /tmp/skillctl-debs \\
- && find / -xdev -type f -perm /6000 -exec chmod ug-s {{}} + \\
  && rm -rf /var/cache/apt/archives/* /var/lib/apt/lists/*
 """
 

@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 from skillctl.context import FitResult, PrefixReuse, fit
 from skillctl.messages import Message, ToolCall, assistant, system, tool_result, user
 from skillctl.protocols import Model, ModelReply
+from skillctl.runtime.deadline import Deadline
 from skillctl.runtime.result import RunResult
 from skillctl.runtime.stops import (
     OUTCOME_EXIT_CODES,
@@ -63,7 +64,9 @@ class Limits:
 
 class Agent:
     """One agent run at a time. ``cancel``: an event another thread sets to stop the run at the
-    next step (the shell tool also stops waiting for running commands)."""
+    next step (the shell tool also stops waiting for running commands). ``deadline``: the run's
+    wall clock, shared with the shell tool (which cuts commands at it) and with sub-agents, which
+    spend their parent's time; by default one of ``limits.max_seconds``, started with the run."""
 
     def __init__(
         self,
@@ -76,6 +79,7 @@ class Agent:
         clock: Callable[[], float] = time.monotonic,
         fitter: Callable[[list[Message], int], FitResult] | None = None,
         cancel: threading.Event | None = None,
+        deadline: Deadline | None = None,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -86,6 +90,8 @@ class Agent:
         # What is sent for a history: ``fit`` (clear, then cut) or a summarising ``Compactor``.
         self.fitter = fitter or (lambda history, budget: fit(history, budget))
         self.cancel = cancel
+        self.own_deadline = deadline is None  # made per run in start(); a given one is shared
+        self.deadline = deadline if deadline is not None else Deadline(limits.max_seconds, clock=clock)
 
     # ------------------------------------------------------------------ the run
 
@@ -115,6 +121,9 @@ class Agent:
         self.prefix = PrefixReuse()
         self.invalid_in_a_row = 0
         self.started = self.clock()
+        if self.own_deadline:
+            self.deadline = Deadline(self.limits.max_seconds, clock=self.clock)
+        self.deadline.start()  # a shared one may be running already: a sub-agent spends its parent's
         self.transcript.event(
             "run_start", model=self.model.name,
             tools=[s.name for s in self.specs], limits=self.limits.__dict__,
@@ -158,9 +167,12 @@ class Agent:
             raise Cancelled("the run was cancelled")
         if len(self.sizes) >= self.limits.max_steps:
             raise BudgetExhausted(f"step budget exhausted: {self.limits.max_steps} model calls without a final answer")
-        elapsed = self.clock() - self.started
-        if self.limits.max_seconds is not None and elapsed > self.limits.max_seconds:
-            raise TimeExhausted(f"time budget exhausted after {elapsed:.1f} s")
+        self.check_time()
+
+    def check_time(self, during: str = "") -> None:
+        """``TimeExhausted`` once the run's deadline has passed; ``during`` says where."""
+        if self.deadline.passed():
+            raise TimeExhausted(f"time budget exhausted after {self.deadline.elapsed():.1f} s{during}")
 
     def fit_request(self) -> FitResult:
         fitted = self.fitter(self.history, max(1, self.limits.context_budget - self.spec_tokens))
@@ -194,6 +206,9 @@ class Agent:
         step = len(self.sizes)
         all_invalid = True
         for call in calls:
+            # The model's reply may come after the deadline, and a call (a command cut at the
+            # deadline, a sub-agent) may spend the rest of it: the run ends there, not a step later.
+            self.check_time(f", before step {step}'s {call.name} call")
             self.progress(f"step {step}: {call.name} {call.arguments[:200]}")
             outcome = self.tools.call(call)
             if outcome.ok:
@@ -201,6 +216,7 @@ class Agent:
             else:
                 self.progress(f"step {step}: refused invalid call: {outcome.text[:200]}")
             self.observe(call, outcome)
+            self.check_time(f", during step {step}'s {call.name} call")
         self.invalid_in_a_row = self.invalid_in_a_row + 1 if all_invalid else 0
         if self.invalid_in_a_row >= self.limits.max_invalid_in_a_row:
             raise InvalidCalls(f"stopped after {self.invalid_in_a_row} model turns in a row with only invalid tool calls")

@@ -31,7 +31,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from skillctl.errors import MemoryInUseError, SkillctlError
 from skillctl.runtime.staging import extract_outputs, folder_tar
@@ -121,14 +121,14 @@ class Memory:
         """The memory's files as a tar, contents at the root (links refused, size capped)."""
         return folder_tar(self.folder, what=f"memory {self.name}", max_bytes=MAX_MEMORY_BYTES)
 
-    def replace_with(self, tar_bytes: bytes) -> list[str]:
-        """Make the memory exactly what ``tar_bytes`` (``/memory`` copied out of the sandbox)
-        holds, checked as a hostile archive before anything is written; returns its files."""
+    def replace_with(self, archive: bytes | Iterable[bytes]) -> list[str]:
+        """Make the memory exactly what ``archive`` (``/memory`` copied out of the sandbox, as
+        bytes or chunks) holds, read as a hostile archive and swapped in whole; returns its files."""
         parent, stem = self.folder.parent, self.folder.name
         new = parent / f".{stem}.new-{secrets.token_hex(4)}"
         old = parent / f".{stem}.old-{secrets.token_hex(4)}"
         try:
-            files = extract_outputs(tar_bytes, new, max_bytes=MAX_MEMORY_BYTES, max_files=MAX_MEMORY_FILES)
+            files = extract_outputs(archive, new, max_bytes=MAX_MEMORY_BYTES, max_files=MAX_MEMORY_FILES).files
             new.mkdir(exist_ok=True)  # an empty memory is a memory too
             # Two renames, not one: a crash between them leaves `old`, which _recover puts back.
             self.folder.rename(old)

@@ -9,6 +9,10 @@ from skillctl.messages import Message
 from skillctl.protocols import ExecResult
 from skillctl.runtime.stops import OUTCOME_EXIT_CODES
 
+# A run that answered but whose workspace could not be copied to its output folder: the answer
+# is printed all the same, and the exit code says the outputs are missing.
+OUTPUT_FAILED_EXIT_CODE = 10
+
 
 @dataclass(frozen=True)
 class CheckResult:
@@ -47,13 +51,17 @@ class RunResult:
     skills: list[dict[str, str]] = field(default_factory=list)  # name, version, digest of each loaded skill
     checks: list[CheckResult] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)  # files copied out of the workspace
+    output_notes: list[str] = field(default_factory=list)  # hard links copied apart, entries skipped, bits stripped
+    output_error: str | None = None  # why the workspace was not copied out (then nothing was)
     memory: str | None = None  # the long-term memory folder the run used
     warnings: list[str] = field(default_factory=list)  # what went wrong after the loop (copy-out, checks)
     egress: dict[str, Any] | None = None  # the egress proxy's counts, when the run had a network
 
     @property
     def exit_code(self) -> int:
-        return OUTCOME_EXIT_CODES.get(self.outcome, 1)
+        """The outcome's code; a run that answered but could not copy its outputs out exits 10."""
+        code = OUTCOME_EXIT_CODES.get(self.outcome, 1)
+        return OUTPUT_FAILED_EXIT_CODE if code == 0 and self.output_error else code
 
     @property
     def final_context(self) -> int:
@@ -75,6 +83,8 @@ class RunResult:
             "skills": self.skills,
             "checks": [c.to_dict() for c in self.checks],
             "outputs": self.outputs,
+            "output_notes": self.output_notes,
+            "output_error": self.output_error,
             "memory": self.memory,
             "warnings": self.warnings,
             "egress": self.egress,

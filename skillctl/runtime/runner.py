@@ -44,6 +44,7 @@ from skillctl.bundle import BundleContents
 from skillctl.errors import SandboxError, SkillctlError
 from skillctl.protocols import ExecResult, Model, RegistryReader, ResolvedSkill, Sandbox
 from skillctl.runtime.approval import ApprovalPolicy, Approver
+from skillctl.runtime.deadline import Deadline
 from skillctl.runtime.loader import fetch_bundles, load_skills, resolve_all
 from skillctl.runtime.loop import Agent
 from skillctl.runtime.memory import MEMORY_DIR, Memory
@@ -99,10 +100,19 @@ class Runner:
             staged = inputs_tar(list(spec.inputs)) if spec.inputs else None
             with self.memory_session():  # before the image: a busy memory fails fast
                 image = self.select_image(skills, registry)
-                with self.sandbox_session(image) as sandbox:
-                    system_text = self.prepare(sandbox, registry, skills, staged)
-                    result = self.make_agent(model, approver, sandbox, system_text).run(system_text, spec.task)
-                    self.finish(sandbox, result)
+                finished: RunResult | None = None
+                try:
+                    with self.sandbox_session(image) as sandbox:
+                        system_text = self.prepare(sandbox, registry, skills, staged)
+                        result = self.make_agent(model, approver, sandbox, system_text).run(system_text, spec.task)
+                        self.finish(sandbox, result)
+                        finished = result
+                except SandboxError as exc:
+                    if finished is None:
+                        raise
+                    # Only removing the sandbox failed: the run and its answer stand (the reaper
+                    # removes the container once its owner is gone or its TTL has passed).
+                    finished.warnings.append(f"the sandbox was not removed: {exc}")
         result.duration_s = time.monotonic() - started
         result.skills = [{"name": s.name, "version": s.version, "digest": s.digest} for s in skills]
         result.memory = str(self.memory.folder) if self.memory is not None else None
@@ -274,14 +284,19 @@ class Runner:
 
     def make_agent(self, model: Model, approver: Approver, sandbox: Sandbox, system_text: str) -> Agent:
         spec = self.spec
+        # One clock for the run's max_seconds: the loop checks it between steps, the shell cuts
+        # commands at it, and sub-agents spend it rather than starting their own.
+        deadline = Deadline(spec.max_seconds)
         shell = shell_tool(sandbox, approve=approver.approve, default_timeout_ms=spec.timeout_ms,
-                           on_result=self.report_command, cancel=spec.cancel)
+                           max_timeout_ms=spec.timeout_ms, on_result=self.report_command, cancel=spec.cancel,
+                           deadline=deadline)
         tools = [shell]
         if spec.subagents:
             from skillctl.runtime.subagent import subagent_tool
 
             tools.append(subagent_tool(model, system_text, [shell], limits=spec.limits, progress=self.progress,
-                                       transcript_dir=self.transcript_path.with_suffix(".subagents"), cancel=spec.cancel))
+                                       transcript_dir=self.transcript_path.with_suffix(".subagents"), cancel=spec.cancel,
+                                       deadline=deadline))
         fitter = None
         if spec.compact:
             from skillctl.context import Compactor
@@ -290,7 +305,7 @@ class Runner:
             fitter = Compactor(model_summarizer(model)).fit
         self.transcript = Transcript(self.transcript_path)
         return Agent(model, ToolBox(tools), limits=spec.limits, transcript=self.transcript,
-                     progress=self.progress, fitter=fitter, cancel=spec.cancel)
+                     progress=self.progress, fitter=fitter, cancel=spec.cancel, deadline=deadline)
 
     def report_command(self, command: str, result: ExecResult | None, reason: str) -> None:
         if self.egress is not None:
@@ -347,18 +362,25 @@ class Runner:
         memory = self.memory
         assert memory is not None
         try:
-            files = memory.replace_with(sandbox.get_archive(sandbox.agent_path(MEMORY_DIR)))
+            with sandbox.open_archive(sandbox.agent_path(MEMORY_DIR)) as chunks:
+                files = memory.replace_with(chunks)
         except SkillctlError as exc:
             result.warnings.append(f"memory {memory.name} was not updated (it is as before the run): {exc}")
             return
         self.progress(f"memory {memory.name}: kept {len(files)} file(s) in {memory.folder}")
 
     def copy_outputs(self, sandbox: Sandbox, result: RunResult) -> None:
+        """The workspace into ``spec.output_dir``, streamed (memory stays flat whatever its size)
+        and unpacked as a hostile archive. A copy that fails leaves the folder as it was and is
+        ``result.output_error`` (exit code 10 for a run that answered); the answer stands."""
         out = self.spec.output_dir
         assert out is not None
         try:
-            result.outputs = extract_outputs(sandbox.get_archive(sandbox.workspace), out)
+            with sandbox.open_archive(sandbox.workspace) as chunks:  # closed on every path
+                copied = extract_outputs(chunks, out)
         except SkillctlError as exc:
-            result.warnings.append(f"the workspace was not copied to {out}: {exc}")
+            result.output_error = f"the workspace was not copied to {out}: {exc}"
             return
+        result.outputs = copied.files
+        result.output_notes = copied.notes()
         self.progress(f"copied {len(result.outputs)} file(s) from the workspace to {out}")

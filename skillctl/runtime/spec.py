@@ -45,7 +45,9 @@ class RunSpec:
     - ``inputs`` are staged into the workspace; ``output_dir`` receives the workspace afterwards;
       ``memory``: long-term memory, a NAME (kept in the user data folder) or a folder path.
     - Limits: ``max_steps`` (K_max), ``max_seconds``, ``max_tokens`` (on Z), ``context_budget``
-      (tokens per request), ``timeout_ms`` (per command), ``catalog_budget`` (characters).
+      (tokens per request), ``timeout_ms`` (per command: the default, and the most a model may
+      ask for), ``catalog_budget`` (characters). ``max_seconds`` is one deadline for the run:
+      a command still running then is stopped, and sub-agents spend the same time.
     - Approval: ``approve`` is ``policy`` (ask on a terminal, else the policy's unattended
       action), ``never`` or ``all``; ``policy`` an ``ApprovalPolicy`` or a policy file.
     - ``checks``: commands run in the same sandbox after the agent finished, results in

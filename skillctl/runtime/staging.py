@@ -3,18 +3,24 @@
 In: task inputs are staged as files (the model reads them with shell commands
 instead of having them pasted into the prompt), as is long-term memory; links are refused and
 sizes capped. Out: what comes back (``--output``, memory) was written by whatever ran in the
-sandbox, so it is unpacked as a hostile archive (``extract_outputs``)."""
+sandbox, so it is unpacked as a hostile archive, read as a stream (``extract_outputs``)."""
 
 from __future__ import annotations
 
 import io
 import os
+import secrets
+import shutil
 import tarfile
+from contextlib import suppress
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from skillctl.errors import SkillctlError
-from skillctl.fsutil import tar_data_filter
+
+if TYPE_CHECKING:
+    from skillctl.bundle.tarscan import TarScanner
 
 MAX_INPUT_BYTES = 512 * 1024 * 1024
 
@@ -88,45 +94,200 @@ def folder_tar(folder: Path, *, what: str, max_bytes: int) -> bytes:
 MAX_OUTPUT_FILES = 10_000
 
 
-def extract_outputs(tar_bytes: bytes, dest: Path, *, max_bytes: int = MAX_INPUT_BYTES, max_files: int = MAX_OUTPUT_FILES) -> list[str]:
-    """Unpack a tar copied out of the sandbox into ``dest``; returns the files written.
+@dataclass
+class CopiedOut:
+    """What ``extract_outputs`` wrote into its destination (paths relative to it): ``files``,
+    in archive order; ``hard_links``: (name, the name whose data it shares), each written as a
+    file of its own; ``stripped``: files written without the setuid/setgid bits they had;
+    ``skipped``: (name, why) for what was not written (symbolic links, devices, FIFOs, names
+    leaving the folder or not UTF-8)."""
 
-    The archive was written by whatever ran in the sandbox, so it is hostile: only regular files
-    and folders are written (links, devices and fifos are skipped), no member may leave ``dest``,
-    and sizes and counts are capped — all checked before the first file is written, so a refused
-    archive leaves ``dest`` as it was. ``tarfile``'s ``data`` filter runs on top of these checks.
-    The top folder of the archive (``workspace/``) is stripped.
-    """
-    import posixpath
+    files: list[str] = field(default_factory=list)
+    hard_links: list[tuple[str, str]] = field(default_factory=list)
+    stripped: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
-    root = dest.resolve()
-    chosen: list[tuple[tarfile.TarInfo, str]] = []
-    total = 0
+    def notes(self, limit: int = 5) -> list[str]:
+        """One line per kind of thing worth telling, naming at most ``limit`` of them."""
+
+        def listed(items: list[str]) -> str:
+            more = f" and {len(items) - limit} more" if len(items) > limit else ""
+            return ", ".join(items[:limit]) + more
+
+        def count(n: int, one: str, many: str) -> str:
+            return f"{n} {one if n == 1 else many}"
+
+        notes = []
+        if self.hard_links:
+            pairs = [f"{name} (= {first})" for name, first in self.hard_links]
+            notes.append(f"{count(len(pairs), 'hard link', 'hard links')} copied as separate files: {listed(pairs)}")
+        if self.stripped:
+            notes.append(f"{count(len(self.stripped), 'file', 'files')} written without setuid/setgid bits: "
+                         f"{listed(self.stripped)}")
+        if self.skipped:
+            what = [f"{name} ({why})" for name, why in self.skipped]
+            notes.append(f"{count(len(what), 'entry', 'entries')} not copied: {listed(what)}")
+        return notes
+
+
+def _output_path(name: str) -> tuple[str, str]:
+    """Where archive member ``name`` goes below the destination (its top folder, the copied
+    folder's own name, stripped; "" for the top folder itself), and why it must be skipped
+    ("" when it need not)."""
+    if name.startswith("/"):
+        return name, "absolute path"
+    parts = name.split("/")
+    if ".." in parts:
+        return name, "path leaves the folder"
+    rel = "/".join(p for p in parts[1:] if p not in ("", "."))
     try:
-        with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tar:
-            members = tar.getmembers()
-            if len(members) > max_files:
-                raise SkillctlError(f"the sandbox's output has {len(members)} entries; the limit is {max_files}")
-            for m in members:
-                raw = m.name.split("/")
-                if posixpath.isabs(m.name) or ".." in raw or not (m.isfile() or m.isdir()):
-                    continue  # escapes, links, devices: never written
-                parts = posixpath.normpath(m.name).split("/")
-                rel = "/".join(parts[1:])  # strip "workspace/"
-                target = (root / rel).resolve()
-                if not rel or (root not in target.parents and target != root):
-                    continue
-                total += m.size
-                if total > max_bytes:
-                    raise SkillctlError(f"the sandbox's output exceeds {max_bytes >> 20} MiB; copy less out")
-                chosen.append((m, rel))
-            dest.mkdir(parents=True, exist_ok=True)
-            written: list[str] = []
-            for m, rel in chosen:
-                m.name = rel
-                tar.extract(m, root, **tar_data_filter())
-                if m.isfile():
-                    written.append(rel)
-    except (OSError, tarfile.TarError) as exc:
-        raise SkillctlError(f"cannot copy the sandbox's output into {dest}: {getattr(exc, 'strerror', None) or exc}") from None
-    return written
+        rel.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes, kept as surrogates by the lenient reader
+        return rel, "name is not UTF-8"
+    return rel, ""
+
+
+def _shown(name: str) -> str:
+    """``name`` printable anywhere: undecodable bytes as ``\\xNN``."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def extract_outputs(archive: bytes | Iterable[bytes], dest: Path, *, max_bytes: int = MAX_INPUT_BYTES,
+                    max_files: int = MAX_OUTPUT_FILES) -> CopiedOut:
+    """Unpack a tar copied out of the sandbox (bytes, or chunks read as they come) into ``dest``.
+
+    The archive was written from whatever ran in the sandbox, so it is hostile. It is read as a
+    stream by the strict tar reader (``skillctl.bundle.tarscan``, lenient only about member
+    kinds), never held whole: memory stays flat whatever its size. Only regular files (0644, or
+    0755 when executable: never setuid/setgid) and folders are written; a hard link becomes a
+    copy of the file it links to, so each name gets its own file; symbolic links, devices,
+    FIFOs and names that would leave ``dest`` are skipped. All of these are reported in the
+    result. The total size of the files and the number of entries are capped, checked before
+    each file's bytes are read. Everything goes to a staging folder first and is moved into
+    ``dest`` only once the whole archive was read and accepted, so a refused archive leaves
+    ``dest`` as it was. The archive's top folder (``workspace/``) is stripped.
+    """
+    from skillctl.bundle.limits import BundleLimits
+    from skillctl.bundle.members import Refused
+    from skillctl.bundle.tarscan import TarScanner
+
+    chunks = [bytes(archive)] if isinstance(archive, (bytes, bytearray)) else archive
+    root = dest.resolve()  # a link the user made to their own folder is theirs to follow
+    merge = root.is_dir()
+    created: list[Path] = []  # folders made for the destination, removed again on failure
+    stage: Path | None = None
+    try:
+        if root.exists() and not merge:
+            raise SkillctlError(f"cannot copy the sandbox's output into {dest}: it exists and is not a folder")
+        for folder in reversed([root.parent, *root.parent.parents]):
+            if not folder.exists():
+                folder.mkdir()
+                created.append(folder)
+        # Beside the destination (then one rename), or inside an existing one (then a merge).
+        stage = (root if merge else root.parent) / f".{root.name}.partial-{secrets.token_hex(4)}"
+        stage.mkdir()  # the mode a new destination folder gets (this folder becomes it)
+        copied = _unpack(TarScanner(chunks, BundleLimits(), lenient=True), stage, max_bytes, max_files)
+        if merge:
+            _merge(stage, root)
+        else:
+            stage.rename(root)
+            stage = None
+        created.clear()
+    except Refused as refused:
+        raise SkillctlError(f"the sandbox's output is not an archive skillctl accepts: {refused}") from None
+    except OSError as exc:
+        raise SkillctlError(f"cannot copy the sandbox's output into {dest}: {exc.strerror or exc}") from None
+    finally:
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+        for folder in reversed(created):
+            with suppress(OSError):
+                folder.rmdir()
+    return copied
+
+
+def _unpack(scanner: "TarScanner", stage: Path, max_bytes: int, max_files: int) -> CopiedOut:
+    """Every member of ``scanner``'s archive into the fresh folder ``stage``, by the rules of
+    ``extract_outputs``."""
+    from skillctl.bundle.paths import is_within_directory
+
+    copied = CopiedOut()
+    written: dict[str, int] = {}  # file -> size, for hard links to it
+    total = entries = 0
+    while (header := scanner.next_member()) is not None:
+        entries += 1
+        if entries > max_files:
+            raise SkillctlError(f"the sandbox's output has more than {max_files} entries; the limit is {max_files}")
+        rel, why = _output_path(header.path)
+        target = stage / rel
+        if not why and rel and not is_within_directory(stage, target):
+            why = "path leaves the folder"
+        if why or not rel:  # a skipped entry, or the top folder itself
+            if why:
+                copied.skipped.append((_shown(rel), why))
+            scanner.skip_data(header)
+            continue
+        if header.kind == "dir":
+            target.mkdir(mode=0o755, parents=True, exist_ok=True)
+            continue
+        if header.kind == "hard link":
+            first, _ = _output_path(header.link)
+            scanner.skip_data(header)
+            if first not in written:
+                copied.skipped.append((rel, f"hard link to {_shown(header.link)}, which was not copied"))
+                continue
+            total += written[first]
+            if total > max_bytes:
+                raise SkillctlError(f"the sandbox's output exceeds {max_bytes >> 20} MiB; copy less out")
+            target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            shutil.copyfile(stage / first, target, follow_symlinks=False)
+            shutil.copymode(stage / first, target)
+            written[rel] = written[first]
+            copied.files.append(rel)
+            copied.hard_links.append((rel, first))
+            continue
+        if header.kind != "file":
+            scanner.skip_data(header)
+            copied.skipped.append((rel, header.kind))
+            continue
+        total += header.size
+        if total > max_bytes:
+            raise SkillctlError(f"the sandbox's output exceeds {max_bytes >> 20} MiB; copy less out")
+        target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            for piece in scanner.iter_data(header):
+                fh.write(piece)
+        os.chmod(target, 0o755 if header.executable else 0o644)
+        if header.mtime is not None:
+            with suppress(OverflowError, ValueError):  # a time no file system can hold: left as now
+                os.utime(target, (header.mtime, header.mtime))
+        if header.mode & 0o6000:
+            copied.stripped.append(rel)
+        written[rel] = header.size
+        copied.files.append(rel)
+    scanner.finish()
+    return copied
+
+
+def _merge(stage: Path, root: Path) -> None:
+    """Move what ``stage`` holds into the existing folder ``root``: every clash (a file where a
+    folder goes or the reverse, a link where a folder goes) is found before anything moves."""
+    folders_to_make: list[Path] = []
+    moves: list[tuple[Path, Path]] = []
+    for here, folders, files in os.walk(stage):
+        rel = Path(here).relative_to(stage)
+        for name in folders:
+            there = root / rel / name
+            if there.is_symlink() or (there.exists() and not there.is_dir()):
+                raise SkillctlError(f"cannot copy the sandbox's output: {there} is in the way of a folder")
+            folders_to_make.append(there)
+        for name in files:
+            there = root / rel / name
+            if there.is_dir() and not there.is_symlink():
+                raise SkillctlError(f"cannot copy the sandbox's output: the folder {there} is in the way of a file")
+            moves.append((Path(here) / name, there))
+    for there in folders_to_make:  # parents first (os.walk goes top-down); empty ones too
+        there.mkdir(mode=0o755, exist_ok=True)
+    for source, there in moves:
+        os.replace(source, there)

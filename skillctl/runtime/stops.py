@@ -14,6 +14,9 @@
     interrupted        130   stop_for(KeyboardInterrupt): Ctrl-C
     error                1   only in the transcript, for a bug that escaped (it is re-raised)
 
+Not an ending but a code: a run that answered whose workspace could not be copied to its output
+folder exits 10 (``RunResult.exit_code``, ``OUTPUT_FAILED_EXIT_CODE``); its answer stands.
+
 Loop control by exceptions (the mini-swe-agent way): a step raises, ``Agent.run`` catches once.
 """
 

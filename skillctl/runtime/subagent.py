@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from skillctl.protocols import Model
+from skillctl.runtime.deadline import Deadline
 from skillctl.runtime.loop import Agent, Limits
 from skillctl.runtime.tools import Tool, ToolBox, ToolOutcome
 from skillctl.runtime.transcript import Transcript
@@ -50,9 +51,11 @@ def subagent_tool(
     transcript_dir: Path | None = None,
     progress: Callable[[str], None] | None = None,
     cancel: threading.Event | None = None,
+    deadline: Deadline | None = None,
 ) -> Tool:
     """The ``subagent`` tool. ``child_tools`` must not include a subagent tool (depth 1);
-    ``cancel`` stops the child as it stops the parent."""
+    ``cancel`` stops the child as it stops the parent; ``deadline``, the parent's, ends the child
+    when the run's time ends (without it a child would get a whole ``max_seconds`` of its own)."""
     if any(t.name == "subagent" for t in child_tools):
         raise ValueError("sub-agents cannot start sub-agents: leave the subagent tool out of child_tools")
     counter = {"n": 0}
@@ -64,7 +67,7 @@ def subagent_tool(
         path = transcript_dir / f"subagent-{n}.jsonl" if transcript_dir is not None else None
         child = Agent(
             model, ToolBox(list(child_tools)), limits=limits, transcript=Transcript(path),
-            progress=lambda m: say(f"  [sub-agent {n}] {m}"), cancel=cancel,
+            progress=lambda m: say(f"  [sub-agent {n}] {m}"), cancel=cancel, deadline=deadline,
         )
         result = child.run(system_text, args["task"])
         details = {"subagent": n, **result.to_dict()}

@@ -19,6 +19,7 @@ import jsonschema
 from skillctl.errors import ConfigError
 from skillctl.messages import ToolCall
 from skillctl.protocols import ExecResult, Sandbox, ToolSpec
+from skillctl.runtime.deadline import Deadline
 from skillctl.runtime.output_budget import OutputBudget
 from skillctl.runtime.stops import Cancelled
 from skillctl.sandbox.output import format_result
@@ -27,6 +28,8 @@ DEFAULT_TIMEOUT_MS = 60_000
 DEFAULT_MAX_OUTPUT = 10_000  # characters of one command's result the model reads (head + tail)
 MAX_COMMANDS_PER_CALL = 8
 REJECTED = "rejected by the user"
+AT_DEADLINE = "note: the run's time budget (max_seconds) ended during this command"
+NOT_STARTED = "not run: the run's time budget (max_seconds) ended before it could start"
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,7 @@ SHELL_SCHEMA: dict[str, Any] = {
             "minItems": 1,
             "maxItems": MAX_COMMANDS_PER_CALL,
         },
-        "timeout_ms": {"type": "integer", "minimum": 100, "maximum": 3_600_000, "description": "Per-command timeout."},
+        "timeout_ms": {"type": "integer", "minimum": 100, "maximum": 3_600_000, "description": "Per-command timeout (the harness may set a lower maximum)."},
         "max_output_length": {"type": "integer", "minimum": 256, "maximum": 200_000, "description": "Characters of output to return per command (head and tail are kept)."},
     },
     "required": ["commands"],
@@ -153,14 +156,21 @@ def shell_tool(
     *,
     approve: Callable[[str], tuple[bool, str]] | None = None,
     default_timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    max_timeout_ms: int | None = None,
     default_max_output: int = DEFAULT_MAX_OUTPUT,
     on_result: Callable[[str, ExecResult | None, str], None] | None = None,
     cancel: threading.Event | None = None,
     output_budget: OutputBudget | None = None,
+    deadline: Deadline | None = None,
 ) -> Tool:
     """The shell tool over ``sandbox``. ``approve(command)`` → (allowed, reason) decides
     whether a command runs (a person's approval, or a policy's). Its
     description names the sandbox's own paths (``workspace``, ``skills_root``).
+
+    A command's timeout is the least of what the model asked (``timeout_ms``, else
+    ``default_timeout_ms``), ``max_timeout_ms``, and the time left before ``deadline`` (the run's
+    ``max_seconds``, shared with sub-agents): a command cut at the deadline says so, and the loop
+    then ends the run as ``time_exhausted``.
 
     The details for the transcript carry each command's captured output, cut to fit
     ``output_budget`` (per call and per run; see ``output_budget``): one budget per tool, so
@@ -170,7 +180,14 @@ def shell_tool(
 
     def run(args: dict[str, Any]) -> ToolOutcome:
         commands: list[str] = args["commands"]
-        timeout_s = args.get("timeout_ms", default_timeout_ms) / 1000.0
+        timeout_ms = args.get("timeout_ms", default_timeout_ms)
+        if max_timeout_ms is not None:
+            timeout_ms = min(timeout_ms, max_timeout_ms)
+        timeout_s, at_deadline = deadline.cap(timeout_ms / 1000.0) if deadline is not None else (timeout_ms / 1000.0, False)
+        if timeout_s <= 0:  # the run's time ran out between the loop's check and here: nothing starts
+            records = [{"command": c, "approved": False, "reason": NOT_STARTED} for c in commands]
+            return ToolOutcome("\n\n".join(f"$ {c}\n{NOT_STARTED}" for c in commands),
+                               details={"output": records, "elapsed_s": 0.0})
         limit = args.get("max_output_length", default_max_output)
         verdicts = [approve(c) if approve else (True, "no approval policy") for c in commands]
         allowed = [c for c, (ok, _) in zip(commands, verdicts) if ok]
@@ -191,10 +208,13 @@ def shell_tool(
                     on_result(cmd, None, reason)
                 continue
             res = next(results)
-            parts.append(f"$ {cmd}\n{format_result(res, limit)}")
+            stopped_at_deadline = at_deadline and res.outcome_type == "timeout"
+            text = format_result(res, limit)
+            parts.append(f"$ {cmd}\n{AT_DEADLINE}\n{text}" if stopped_at_deadline else f"$ {cmd}\n{text}")
             records.append({"command": cmd, "approved": True, "reason": reason, **res.to_dict(),
-                            "duration_s": round(res.duration_s, 4), "stdout_dropped": res.stdout_dropped,
-                            "stderr_dropped": res.stderr_dropped})
+                            "duration_s": round(res.duration_s, 4), "timeout_s": round(timeout_s, 3),
+                            "stdout_dropped": res.stdout_dropped, "stderr_dropped": res.stderr_dropped,
+                            **({"stopped_at_run_deadline": True} if stopped_at_deadline else {})})
             if on_result:
                 on_result(cmd, res, reason)
         _fit_to_budget(records, budget)

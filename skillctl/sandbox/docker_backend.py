@@ -29,9 +29,9 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from pathlib import PurePosixPath
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from skillctl.errors import SandboxError, SandboxTimeout
 from skillctl.protocols import ExecResult
@@ -59,6 +59,7 @@ from skillctl.sandbox.supervisor import IMAGE_PATH as SUPERVISOR
 _TIMEOUT_EXIT_CODES = (124, 137)
 
 _SAFE_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_ARCHIVE_CHUNK = 1 << 20  # bytes read from an archive stream at a time
 
 
 def _seconds(value: float) -> str:
@@ -534,24 +535,56 @@ class DockerSandbox:
 
     def get_archive(self, path: str) -> bytes:
         """A tar of ``path`` (file or folder) from the sandbox, at most ``max_archive_bytes``."""
+        with self.open_archive(path) as chunks:
+            return b"".join(chunks)
+
+    @contextmanager
+    def open_archive(self, path: str, *, max_bytes: int | None = None) -> Iterator[Iterator[bytes]]:
+        """A tar of ``path`` as chunks read from the daemon while the caller iterates; more than
+        ``max_bytes`` (default ``max_archive_bytes``) raises ``SandboxError``. The response is
+        closed when the block ends, however it ends: the daemon holds the container while it
+        streams an archive, and a stream left open made removing the container hang for minutes."""
         import docker.errors
+        import requests.exceptions
 
         cid = self._require_started()
-        limit = self.settings.max_archive_bytes
+        limit = self.settings.max_archive_bytes if max_bytes is None else max_bytes
+        api = self.client.api
+        # The SDK's own get_archive hands back a generator over the response, which cannot close
+        # it; this is the same request with the response kept.
         try:
-            stream, _stat = self.client.api.get_archive(cid, path)
-            data = bytearray()
-            for chunk in stream:
-                data += chunk
-                if len(data) > limit:
-                    raise SandboxError(
-                        f"{path} is larger than max_archive_bytes ({limit} bytes): fetch a smaller "
-                        "path or raise the setting"
-                    )
-            return bytes(data)
+            response = retry(lambda: api._get(api._url("/containers/{0}/archive", cid), params={"path": path},
+                                              stream=True))
+            try:
+                api._raise_for_status(response)
+            except BaseException:
+                response.close()
+                raise
         except docker.errors.NotFound as exc:
             if "No such container" in str(exc):
                 raise self._exec_error(exc) from exc
             raise SandboxError(f"no such file or folder in the sandbox: {path}") from exc
         except docker.errors.APIError as exc:
+            raise daemon_error(f"copying {path} out of the sandbox", exc) from exc
+        except requests.exceptions.RequestException as exc:  # the daemon did not answer
+            raise daemon_error(f"copying {path} out of the sandbox", exc) from exc
+        try:
+            yield self._archive_chunks(response, path, limit)
+        finally:
+            response.close()
+
+    def _archive_chunks(self, response: Any, path: str, limit: int) -> Iterator[bytes]:
+        import requests.exceptions
+
+        seen = 0
+        try:
+            for chunk in response.iter_content(_ARCHIVE_CHUNK):
+                seen += len(chunk)
+                if seen > limit:
+                    raise SandboxError(
+                        f"{path} is larger than max_archive_bytes ({limit} bytes): copy less out (fewer or "
+                        "smaller files) or raise the setting"
+                    )
+                yield chunk
+        except requests.exceptions.RequestException as exc:
             raise daemon_error(f"copying {path} out of the sandbox", exc) from exc

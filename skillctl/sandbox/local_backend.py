@@ -34,8 +34,9 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, Sequence
+from typing import IO, Any, Iterator, Sequence
 
 from skillctl.errors import ConfigError, SandboxError, SandboxTimeout
 from skillctl.fsutil import tar_data_filter
@@ -43,7 +44,7 @@ from skillctl.protocols import ExecResult
 from skillctl.sandbox import cleanup
 from skillctl.sandbox.heap import keep_big_blocks_mapped
 from skillctl.sandbox.output import DEFAULT_CAPTURE_BYTES, DEFAULT_STEP_CAPTURE_BYTES, CappedCapture, capture_share
-from skillctl.sandbox.settings import STANDARD_DIRS, extra_dir_problems
+from skillctl.sandbox.settings import DEFAULT_ARCHIVE_BYTES, STANDARD_DIRS, extra_dir_problems
 
 REFUSAL = (
     "the local sandbox runs commands directly on this machine, without any isolation: "
@@ -75,6 +76,7 @@ class LocalSandbox:
         max_concurrency: int = 8,
         extra_dirs: Sequence[str] = (),
         keep_background: bool = False,
+        max_archive_bytes: int = DEFAULT_ARCHIVE_BYTES,
         warn_stream: IO[str] | None = None,
     ) -> None:
         if allow_unsafe_local is not True:
@@ -94,6 +96,7 @@ class LocalSandbox:
         self.host_grace_s = host_grace_s
         self.env = dict(env or {})
         self.max_concurrency = max_concurrency
+        self.max_archive_bytes = max_archive_bytes
         self._warn_stream = warn_stream
         # Named now, made at start: the paths are known (and reported) before the sandbox runs,
         # as a container's are.
@@ -264,14 +267,52 @@ class LocalSandbox:
             raise SandboxError(f"put_archive into {dest_dir}: invalid or refused archive: {exc}") from exc
 
     def get_archive(self, path: str) -> bytes:
+        with self.open_archive(path) as chunks:
+            return b"".join(chunks)
+
+    @contextmanager
+    def open_archive(self, path: str, *, max_bytes: int | None = None) -> Iterator[Iterator[bytes]]:
+        """A tar of ``path`` written by a thread into a pipe and read as the caller iterates,
+        so no more than a pipe's worth is held; more than ``max_bytes`` (default
+        ``max_archive_bytes``) raises ``SandboxError``. Leaving the block closes the pipe, which
+        ends the writer."""
         source = self._host_path(path)
         if not source.exists():
             raise SandboxError(f"no such file or folder in the sandbox: {path}")
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as archive:
-            archive.add(source, arcname=source.name)  # like Docker: the path's last part on top
-        return buf.getvalue()
+        limit = self.max_archive_bytes if max_bytes is None else max_bytes
+        read_fd, write_fd = os.pipe()
+        failure: list[BaseException] = []
 
+        def write() -> None:
+            try:
+                with os.fdopen(write_fd, "wb") as pipe, tarfile.open(fileobj=pipe, mode="w|", format=tarfile.PAX_FORMAT) as archive:
+                    archive.add(source, arcname=source.name)  # like Docker: the path's last part on top
+            except BrokenPipeError:
+                pass  # the reader stopped early
+            except BaseException as exc:  # reported to the reader
+                failure.append(exc)
+
+        writer = threading.Thread(target=write, name="local-archive", daemon=True)
+        writer.start()
+        reader = os.fdopen(read_fd, "rb")
+        try:
+            yield self._archive_chunks(reader, writer, failure, path, limit)
+        finally:
+            reader.close()
+            writer.join()
+
+    @staticmethod
+    def _archive_chunks(reader: IO[bytes], writer: threading.Thread, failure: list[BaseException], path: str,
+                        limit: int) -> Iterator[bytes]:
+        seen = 0
+        for chunk in iter(lambda: reader.read(1 << 16), b""):
+            seen += len(chunk)
+            if seen > limit:
+                raise SandboxError(f"{path} is larger than max_archive_bytes ({limit} bytes): copy less out or raise the setting")
+            yield chunk
+        writer.join()
+        if failure:
+            raise SandboxError(f"cannot archive {path} in the local sandbox: {failure[0]}")
 
 def _check_member(member: tarfile.TarInfo, dest: Path) -> None:
     name = PurePosixPath(member.name)

@@ -30,6 +30,9 @@ from skillctl.errors import ConfigError
 from skillctl.sandbox.output import DEFAULT_CAPTURE_BYTES, DEFAULT_STEP_CAPTURE_BYTES
 
 
+DEFAULT_ARCHIVE_BYTES = 512 * 1024 * 1024  # the most an archive copied out of a sandbox may hold
+
+
 @dataclass(frozen=True)
 class SandboxSettings:
     image: str = "skillctl-agent:latest"
@@ -49,7 +52,7 @@ class SandboxSettings:
     shm_size: str = "64m"  # /dev/shm
     max_capture_bytes: int = DEFAULT_CAPTURE_BYTES  # per stream, per command
     max_step_capture_bytes: int = DEFAULT_STEP_CAPTURE_BYTES  # all streams of one exec_many together
-    max_archive_bytes: int = 512 * 1024 * 1024  # get_archive refuses more than this
+    max_archive_bytes: int = DEFAULT_ARCHIVE_BYTES  # open_archive/get_archive refuse more than this
     kill_after_s: float = 5.0  # `timeout -k`: SIGKILL this long after SIGTERM
     host_grace_s: float = 10.0  # host deadline = command timeout + this
     env: tuple[tuple[str, str], ...] = ()  # extra environment for every command

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from skillctl.env.build import EnvFile, build_env_image, env_hash, existing_env_image
 from skillctl.env.debian import resolve_debian
+from skillctl.env.resolve import uv_binary
 from skillctl.env.target import probe_image
 from skillctl.errors import EnvError
 
@@ -137,3 +139,22 @@ def test_a_skills_yaml_debian_package_runs_offline_and_a_changed_deb_is_refused(
     refused = invoke(other, "env", "build", "--lock", str(lock), "--force")
     assert refused.exit_code == 1, refused.output
     assert "skl-greeting_1.0_all.deb from" in refused.stderr and "is pinned; refusing it" in refused.stderr
+
+
+@pytest.mark.slow
+def test_an_environment_layer_keeps_no_setuid_or_setgid_file_or_folder(repo, tmp_path, docker_client, agent_image,
+                                                                        own_env_images):
+    # The agent image has none (container/Dockerfile); a Debian package installed for a skill
+    # brought setuid/setgid programs, and setgid folders kept their bit.
+    served, _ = repo
+    deb = served.add(DebPackage("skl-setid", "1.0", files={"/usr/bin/skl-setid": ("#!/bin/sh\necho id\n", 0o6755)},
+                                folders={"/var/skl-spool": 0o2775}), tmp_path)
+    sha = hashlib.sha256(deb.read_bytes()).hexdigest()
+    base, digest, _ = existing_env_image(
+        docker_client, agent_image, lambda base_id: env_hash(base_id, [], [(deb.name, sha)], f"test {tmp_path}"), True)
+    tag = build_env_image(docker_client, base, digest, [], [EnvFile(deb, sha, "skl-setid==1.0")], uv_bin=uv_binary())
+    listing = docker_client.containers.run(
+        tag, entrypoint=["sh", "-c"], command=["find / -xdev -perm /6000; stat -c '%a %n' /usr/bin/skl-setid /var/skl-spool"],
+        network_disabled=True, remove=True,
+    ).decode()
+    assert listing == "755 /usr/bin/skl-setid\n775 /var/skl-spool\n"

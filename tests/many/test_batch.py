@@ -199,7 +199,7 @@ def test_ctrl_c_stops_every_run_removes_every_container_and_records_nothing(tmp_
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "SKILLCTL_MODEL": ""}
     proc = subprocess.Popen(
         [sys.executable, "-c", "from skillctl.cli import main; main()", "batch", str(path), "-j", "2",
-         "--model", f"script:{model}"],
+         "--model", f"script:{model}", "--timeout-ms", "400000"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )

@@ -32,7 +32,8 @@ def engine(request):
 
 def job(tmp_path: Path, ident: str, commands: list[str], skills: tuple[str, ...] = (), registry: str | None = None) -> Job:
     model = write_yaml(tmp_path / f"{ident}.yaml", [{"shell": commands, "timeout_ms": 120000}, {"answer": f"done {ident}"}])
-    settings = RunSettings(sandbox="local", allow_unsafe_local=True, registry=registry)
+    # The run's --timeout-ms is the most a command may ask for: let the script's 120 s through.
+    settings = RunSettings(sandbox="local", allow_unsafe_local=True, registry=registry, limits={"timeout_ms": 120000})
     return Job(id=ident, task="Do it.", skills=skills, settings=settings, **model_fields(f"script:{model}"))
 
 

@@ -71,9 +71,11 @@ def test_a_node_lost_mid_run_is_retried_on_the_other_node_and_reported(tmp_path,
     box: dict = {}
     engine = open_engine("ray", address=cluster.address, jobs=2, retries=2, progress=lines.append)
 
+    settings = RunSettings(image=agent_image, limits={"timeout_ms": 600000})  # HOLD may wait long
+
     def batch() -> None:
         try:
-            box["summary"] = run_batch(tasks, engine, model=f"script:{model}", settings=RunSettings(image=agent_image),
+            box["summary"] = run_batch(tasks, engine, model=f"script:{model}", settings=settings,
                                        progress=lines.append, batch_id=group)
         except BaseException as exc:
             box["error"] = exc

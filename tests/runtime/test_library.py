@@ -243,11 +243,26 @@ def test_set_up_and_tear_down_wrap_the_sandbox(tmp_path):
     assert "stdout:\non\n" in tool  # the option reached the sandbox
 
 
-def test_output_copy_failures_are_warnings_and_the_answer_stays(tmp_path):
+def test_an_output_copy_that_fails_keeps_the_answer_and_exits_10(tmp_path):
     (tmp_path / "out").write_text("a file where the folder should go", "utf-8")
     result = run(local_spec(tmp_path, [{"shell": ["echo x > f"]}, {"answer": "done"}], output_dir=tmp_path / "out"))
-    assert (result.outcome, result.answer) == ("answered", "done")
-    assert len(result.warnings) == 1 and "the workspace was not copied to" in result.warnings[0]
+    assert (result.outcome, result.answer, result.exit_code) == ("answered", "done", 10)
+    assert result.output_error and "the workspace was not copied to" in result.output_error
+    assert result.to_dict()["output_error"] == result.output_error and result.warnings == []
+    assert (tmp_path / "out").read_text("utf-8") == "a file where the folder should go"
+
+
+def test_a_sandbox_that_cannot_be_removed_does_not_lose_the_answer(tmp_path):
+    class Stuck(Runner):
+        @contextlib.contextmanager
+        def sandbox_session(self, image):
+            with super().sandbox_session(image) as sandbox:
+                yield sandbox
+            raise SandboxError("removing sandbox container x failed: the daemon did not answer")
+
+    result = Stuck(local_spec(tmp_path, [{"answer": "done"}])).run()
+    assert (result.outcome, result.answer, result.exit_code) == ("answered", "done", 0)
+    assert result.warnings == ["the sandbox was not removed: removing sandbox container x failed: the daemon did not answer"]
 
 
 @pytest.mark.parametrize("changes, message", [

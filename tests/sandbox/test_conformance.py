@@ -194,6 +194,40 @@ def test_get_archive_returns_the_folder_under_its_own_name(sandbox: Sandbox) -> 
         sandbox.get_archive(f"{sandbox.workspace}/nope")
 
 
+def test_open_archive_streams_the_folder_in_chunks(sandbox: Sandbox) -> None:
+    assert sandbox.exec("mkdir -p streamed/sub && echo a > streamed/sub/a.txt && head -c 3000000 /dev/zero > streamed/big"
+                        " && ln streamed/sub/a.txt streamed/hard").ok
+    with sandbox.open_archive(f"{sandbox.workspace}/streamed") as chunks:
+        pieces = list(chunks)
+    assert len(pieces) > 1 and max(map(len, pieces)) < 3_000_000  # pieces of the archive, never all of it
+    with tarfile.open(fileobj=io.BytesIO(b"".join(pieces)), mode="r:") as archive:
+        members = {m.name: m for m in archive.getmembers()}
+        assert archive.extractfile(members["streamed/sub/a.txt"]).read() == b"a\n"
+        assert members["streamed/big"].size == 3_000_000
+        # A second name for a file comes as a hard link to the first (lexical order: hard < sub).
+        assert {members["streamed/hard"].type, members["streamed/sub/a.txt"].type} == {tarfile.LNKTYPE, tarfile.REGTYPE}
+    with pytest.raises(SandboxError, match="no such file or folder in the sandbox"):
+        with sandbox.open_archive(f"{sandbox.workspace}/nope"):
+            pass
+    assert sandbox.exec("rm -r streamed").ok
+
+
+def test_an_archive_over_its_cap_stops_while_read_and_every_stream_is_closed(sandbox: Sandbox) -> None:
+    assert sandbox.exec("head -c 256000000 /dev/zero > capped.bin").ok
+    path = f"{sandbox.workspace}/capped.bin"
+    with pytest.raises(SandboxError, match="larger than max_archive_bytes"):
+        with sandbox.open_archive(path, max_bytes=1_000_000) as chunks:
+            for _ in chunks:
+                pass
+    with sandbox.open_archive(path) as chunks:  # left after one chunk
+        next(chunks)
+    # The iterator is still referenced here (as a traceback or a caller may keep it): leaving
+    # the block must have closed the stream all the same. A stream left open kept the container
+    # locked: this command hung for minutes, then failed.
+    assert chunks is not None
+    assert sandbox.exec("rm capped.bin && echo usable", timeout_s=30).stdout == "usable\n"
+
+
 def test_an_extra_folder_is_the_agents_and_moves_as_tar(sandbox: Sandbox) -> None:
     extra = sandbox.agent_path(EXTRA)
     sandbox.put_archive(extra, files_tar({"MEMORY.md": b"# Memory\n"}), user=sandbox.agent_user)
