@@ -11,7 +11,9 @@
          python: ["numpy>=1.26", "pandas"]   # for skills that declare nothing
          debian: ["poppler-utils"]           # system tools some skills call
 
-Everything here only parses (``tomllib``, ``packaging``): no skill code is imported or run.
+Everything here only parses (``tomllib``, ``packaging``): no skill code is imported or run. Both
+are imported when there is something to parse: the validator reads every skill's scripts, and
+most declare nothing.
 Every declaration keeps its owner (a skill's name, or ``project``) and its source file so a
 conflict can name both sides.
 """
@@ -19,16 +21,14 @@ conflict can name both sides.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
+from typing import TYPE_CHECKING, Any
 
 from skillctl.errors import EnvError
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 PROJECT = "project"
 # The reference regular expression of PEP 723 ("Reference Implementation").
@@ -50,6 +50,9 @@ class Declared:
 
     @property
     def name(self) -> str:
+        from packaging.requirements import Requirement
+        from packaging.utils import canonicalize_name
+
         return canonicalize_name(Requirement(self.requirement).name)
 
     def to_dict(self) -> dict[str, str]:
@@ -105,6 +108,8 @@ class Declarations:
 
 def read_script_metadata(text: str, where: str) -> dict[str, Any] | None:
     """The ``script`` block of a Python script as a table, None without one (PEP 723)."""
+    if "# /// " not in text:
+        return None  # most scripts: no block can start
     matches = [m for m in PEP723_RE.finditer(text) if m.group("type") == "script"]
     if len(matches) > 1:
         raise EnvError(f"{where}: more than one '# /// script' block; PEP 723 allows one — merge them")
@@ -114,6 +119,8 @@ def read_script_metadata(text: str, where: str) -> dict[str, Any] | None:
         line[2:] if line.startswith("# ") else line[1:]
         for line in matches[0].group("content").splitlines(keepends=True)
     )
+    import tomllib
+
     try:
         return tomllib.loads(content)
     except tomllib.TOMLDecodeError as exc:
@@ -122,6 +129,8 @@ def read_script_metadata(text: str, where: str) -> dict[str, Any] | None:
 
 def parse_requirement(text: str, where: str) -> Requirement:
     """A plain PEP 508 requirement; direct references (``name @ URL``) are refused."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         req = Requirement(text)
     except InvalidRequirement as exc:
@@ -149,6 +158,8 @@ def _script_declarations(owner: str, rel: str, text: str) -> tuple[list[Declared
     if rp is not None:
         if not isinstance(rp, str):
             raise EnvError(f"{where}: PEP 723 'requires-python' must be a string such as '>=3.10'")
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
         try:
             SpecifierSet(rp)
         except InvalidSpecifier:
