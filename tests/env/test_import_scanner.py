@@ -76,6 +76,15 @@ DEFERRED = {
         b"from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pandas\nelse:\n    import numpy\n",
         [("numpy", 5, 5)],
     ),
+    "TYPE_CHECKING among other blocks": (
+        b"import typing\nif typing.TYPE_CHECKING:\n    import hidden\nelif x:\n    import in_elif\n"
+        b"try:\n    import t1\nexcept E:\n    import t2\nelse:\n    import t3\nfinally:\n    import t4\n"
+        b"with w:\n    import w1\nfor i in r:\n    import f1\nelse:\n    import f2\n"
+        b"async def a():\n    async with w:\n        import a1\nclass K:\n    import k1\n"
+        b"match m:\n    case 1:\n        import m1\n",
+        [("in_elif", 5, 5), ("t1", 7, 5), ("t2", 9, 5), ("t3", 11, 5), ("t4", 13, 5), ("w1", 15, 5), ("f1", 17, 5),
+         ("f2", 19, 5), ("a1", 22, 9), ("k1", 24, 5), ("m1", 27, 9)],
+    ),
     "another encoding": (b"# -*- coding: latin-1 -*-\nx = '\xe9'\nimport yaml\n", [("yaml", 3, 1)]),
     "not UTF-8": (b"x = '\xe9'\nimport yaml\n", []),  # no encoding line: not Python source
 }
