@@ -166,9 +166,12 @@ def _scan(data: bytes) -> list[tuple[str, int, int]] | None:
     line, pos = 1, 0
     ascii_only = text.isascii()
     for m in _SCAN_RE.finditer(text):
+        kind = m.lastgroup  # None for a comment or a literal: most matches
+        if kind is None:
+            continue
         source, names = m.group("source"), m.group("names")
         if names is None and (not source or source.startswith(".")):
-            continue  # a comment, a literal, yield/raise … from, or a relative import
+            continue  # yield/raise … from, or a relative import
         start = m.start()
         line += text.count("\n", pos, start)
         pos = start

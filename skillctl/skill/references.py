@@ -32,7 +32,9 @@ _DEFINITION_RE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*(<[^>]*>|\S+)")
 _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*:")
 _LINK_TARGET_RE = re.compile(r"^[\w.~/{$<%][^\[\]]*$")
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)")
-_FENCE_LINE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})([^`\n]*)$", re.MULTILINE)
+# a fence line, from the line break before it: a literal first character lets the regex engine
+# jump from line break to line break instead of trying "^" at every position
+_FENCE_LINE_RE = re.compile(r"\n {0,3}(`{3,}|~{3,})([^`\n]*)$", re.MULTILINE)
 _CODE_SPAN_RE = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
 # a word holding a '/' (a regex that skips other words in C: most words are not paths), up to
 # whitespace, quotes, brackets or shell operators; placeholders like ${SKILL_DIR} or <skill-dir> included
@@ -95,7 +97,8 @@ def fences(text: str) -> list[tuple[int, int, str]]:
     out: list[tuple[int, int, str]] = []
     open_at: tuple[int, str, int, str] | None = None  # line, fence char, fence length, language
     line = pos = 0
-    for m in _FENCE_LINE_RE.finditer(text):
+    # searched in "\n" + text: a match starts at the offset, in text, of its line's first character
+    for m in _FENCE_LINE_RE.finditer("\n" + text):
         line += text.count("\n", pos, m.start())
         pos = m.start()
         fence, rest = m.group(1), m.group(2)
@@ -216,9 +219,7 @@ def find_references(
     given, skips the lines it does not match (a caller that wants some references, fast).
     """
     refs: list[Reference] = []
-    lines = text.split("\n")
-    langs = _languages(text, len(lines))
-    numbers: list[int] | range = range(len(lines))
+    numbers: list[int] | range
     if only is not None:  # the lines holding a match, found in one pass over the text
         numbers, line, pos = [], 0, 0
         for m in only.finditer(text):
@@ -226,6 +227,12 @@ def find_references(
             pos = m.start()
             if not numbers or numbers[-1] != line:
                 numbers.append(line)
+        if not numbers:
+            return refs  # most referenced files: nothing to split into lines or fences
+    lines = text.split("\n")
+    langs = _languages(text, len(lines))
+    if only is None:
+        numbers = range(len(lines))
     for i in numbers:
         line = lines[i]
         lang = langs[i]
