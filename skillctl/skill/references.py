@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Iterable
 from typing import NamedTuple
 from urllib.parse import unquote
 
@@ -45,8 +46,20 @@ _WORD_TRAILING = ".,;:!?'\""
 _LINE_SUFFIX_RE = re.compile(r":\d+(?::\d+)?$")  # scripts/x.py:42 names a line of the file
 _WINDOWS_PATH_RE = re.compile(r"^(\.\\)?[\w.-]+(\\[\w.-]+)+$")
 _FILE_WORD_RE = re.compile(r"^[\w-][\w.-]*\.[A-Za-z0-9]+$")
+
+
+def file_name_pattern(extensions: Iterable[str]) -> re.Pattern[str]:
+    """Where a word names a file with one of ``extensions`` (letters first: tool.py, run.sh).
+
+    It matches on the same lines as ``\\w\\.(py|sh|…)\\b`` but is written from the dot, with the
+    word character looked behind: a literal first character lets the regex engine jump from dot
+    to dot, many times faster on long text than trying a word character at every position.
+    """
+    return re.compile(r"\.(?=[a-z])(?<=\w\.)(?:" + "|".join(sorted(extensions)) + r")\b", re.IGNORECASE)
+
+
 # a word that may name a script at the skill's root (tool.py, run.sh): worth a closer look
-_SCRIPT_NAME_RE = re.compile(r"\w\.(py|sh|bash|zsh|fish|js|mjs|cjs|ts|rb|pl|php|ps1|r|lua)\b", re.IGNORECASE)
+_SCRIPT_NAME_RE = file_name_pattern(("py", "sh", "bash", "zsh", "fish", "js", "mjs", "cjs", "ts", "rb", "pl", "php", "ps1", "r", "lua"))
 # Code fences whose lines are commands (an unlabelled fence is read as commands too: the spec's
 # own example runs `scripts/extract.py` from one).
 SHELL_FENCES = frozenset({"", "sh", "bash", "shell", "zsh", "console", "terminal", "shell-session", "text", "powershell", "pwsh", "ps1", "ps", "cmd", "bat", "fish"})
