@@ -21,6 +21,7 @@ This module is a leaf (standard library and ``packaging`` only): the validator c
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from skillctl.env.declare import MAX_SCRIPT_BYTES, Declarations, is_python_script, skill_declarations
 from skillctl.errors import EnvError
+from skillctl.fsutil import read_at_most
 
 if TYPE_CHECKING:
     import ast
@@ -272,8 +274,7 @@ def undeclared_imports(
 
 def folder_reader(folder: Path) -> Callable[[str], bytes]:
     def read(rel: str) -> bytes:
-        with open(folder / rel, "rb") as fh:
-            return fh.read(MAX_SCRIPT_BYTES + 1)
+        return read_at_most(os.path.join(folder, rel), MAX_SCRIPT_BYTES + 1)
 
     return read
 

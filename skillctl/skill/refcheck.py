@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skillctl.fsutil import read_at_most
 from skillctl.skill.diagnostics import Diagnostic
 from skillctl.skill.references import _SCHEME_RE, Reference, file_name_pattern, find_references, is_glob, normalise, split_token
 
@@ -292,8 +293,7 @@ class _Checker:
 
     def read(self, rel: str) -> str | None:
         try:
-            with open(os.path.join(self.folder, rel), "rb") as fh:
-                return fh.read(MAX_REFERENCED_MD_BYTES).decode("utf-8", errors="replace")
+            return read_at_most(os.path.join(self.folder, rel), MAX_REFERENCED_MD_BYTES).decode("utf-8", errors="replace")
         except OSError:
             return None
 

@@ -93,12 +93,18 @@ class Reference(NamedTuple):  # a tuple: real skills hold hundreds, and tuples a
     before: str = ""  # the text of the line before the reference (for "e.g." and the like)
 
 
+_PLACEHOLDER_RE = re.compile(r"\{\{?\s*([\w .-]+?)\s*\}\}?|\$\{(\w+)\}|\$(\w+)|%(\w+)%|<([\w .-]+)>")
+_NOT_LOWER_RE = re.compile(r"[^a-z]")
+
+
 def _skill_placeholder(text: str) -> bool | None:
     """True: a placeholder for the skill's folder; False: some other placeholder; None: not one."""
-    m = re.fullmatch(r"\{\{?\s*([\w .-]+?)\s*\}\}?|\$\{(\w+)\}|\$(\w+)|%(\w+)%|<([\w .-]+)>", text)
+    if text[:1] not in ("{", "$", "%", "<"):
+        return None  # every form starts with one of these: most words end here
+    m = _PLACEHOLDER_RE.fullmatch(text)
     if m is None:
         return None
-    name = re.sub(r"[^a-z]", "", next(g for g in m.groups() if g).lower())
+    name = _NOT_LOWER_RE.sub("", next(g for g in m.groups() if g).lower())
     if name in ("basedir", "skilldir", "skillroot", "skillpath", "skillfolder", "skilldirectory", "claudeskilldir", "thisskill", "skill"):
         return True
     return "skill" in name and any(w in name for w in ("dir", "root", "path", "folder", "location", "base"))
@@ -203,6 +209,9 @@ def _next_state(expect: str, runner_words: tuple[str, ...], bare: str) -> tuple[
     return "", ()
 
 
+_ROLES = {"command": "command", "runner": "interpreted", "script": "interpreted"}
+
+
 def _role_at(code: str, pos: int) -> str:
     """How shell ``code`` uses the word starting at ``pos``: "command" (executed directly),
     "interpreted" (the script an interpreter is given) or "" (another argument)."""
@@ -219,7 +228,7 @@ def _role_at(code: str, pos: int) -> str:
         bare = word.strip("'\"")
         if bare:
             expect, runner_words = _next_state(expect, runner_words, bare)
-    return {"command": "command", "runner": "interpreted", "script": "interpreted"}.get(expect, "")
+    return _ROLES.get(expect, "")
 
 
 def find_references(
@@ -288,7 +297,7 @@ def find_references(
             if "/" in code or "\\" in code or _SCRIPT_NAME_RE.search(code):
                 refs += _code_references(code, a, line[:a], i, own_name, folders, shell=True, single_word_is_command=False)
         for m in _PATH_TOKEN_RE.finditer(line) if "/" in line else ():
-            if _inside(m.start(), spans) or any(a <= m.start() < b for a, b in link_spans):
+            if (spans and _inside(m.start(), spans)) or (link_spans and any(a <= m.start() < b for a, b in link_spans)):
                 continue
             token = _clean_token(m.group())
             split = split_token(token, own_name, folders)

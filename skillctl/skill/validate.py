@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from skillctl.errors import SkillError
+from skillctl.fsutil import read_at_most
 from skillctl.skill.diagnostics import Diagnostic
 from skillctl.skill.discovery import Excludes, SearchLimits, discover
 from skillctl.skill.document import MAX_SKILL_MD_BYTES, SkillDocument, parse_skill_md
@@ -92,8 +93,7 @@ def _read_skill_md(folder: Path, shown: str) -> tuple[bytes | None, str, list[Di
     if not stat.S_ISREG(mode):
         return None, md_shown, [Diagnostic("SK011", "SKILL.md is not a regular file", md_shown)]
     try:
-        with open(md, "rb") as fh:
-            return fh.read(MAX_SKILL_MD_BYTES + 1), md_shown, []
+        return read_at_most(md, MAX_SKILL_MD_BYTES + 1), md_shown, []
     except OSError as exc:
         return None, md_shown, [Diagnostic("SK011", f"cannot read SKILL.md: {exc.strerror or exc}", md_shown)]
 
@@ -171,11 +171,12 @@ def check_skill(folder: Path, shown: str | None = None, profile: Profile | str =
         folder_name = Path(os.path.abspath(folder)).name
         diags += check_front_matter(doc, folder_name, md_shown, profile)
         diags += _body_checks(doc, md_shown)
-        diags += _environment_findings(folder, shown, scan.paths, folder_name)
+        paths = scan.paths
+        diags += _environment_findings(folder, shown, paths, folder_name)
         raw_name = doc.metadata.get("name")
         name = raw_name if isinstance(raw_name, str) else None
         if doc.body.strip():
-            refs = check_references(folder, shown, doc.body, doc.body_start_line, scan.paths, frozenset(scan.dirs), name or folder_name)
+            refs = check_references(folder, shown, doc.body, doc.body_start_line, paths, frozenset(scan.dirs), name or folder_name)
             diags += refs.diagnostics
             diags += check_scripts(folder, shown, scan.files, refs.executed, refs.interpreted)
         if not any(d.severity == "error" for d in diags):
