@@ -249,11 +249,13 @@ def third_party_imports(
                 imports = list(_imports(ast.parse(data, filename=rel)))
             except (SyntaxError, ValueError):
                 continue
-        uses = [
-            use
-            for use in (ImportUse(module, rel, line, col) for module, line, col in imports)
-            if use.module.split(".")[0] not in stdlib and use.module.split(".")[0] not in local and (wanted is None or wanted(use))
-        ]
+        uses = []
+        for module, line, col in imports:
+            top = module.partition(".")[0]
+            if top not in stdlib and top not in local:
+                use = ImportUse(module, rel, line, col)
+                if wanted is None or wanted(use):
+                    uses.append(use)
         if uses and (parsed or _parses(data, rel)):
             found += uses
     return sorted(found, key=lambda u: (u.file, u.line, u.column, u.module))

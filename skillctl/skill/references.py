@@ -251,6 +251,11 @@ def find_references(
                 numbers.append(line)
         if not numbers:
             return refs  # most referenced files: nothing to split into lines or fences
+        # nothing after the last line holding a match is read: a fence further down cannot
+        # change what the lines above it are
+        end = text.find("\n", pos)
+        if end >= 0:
+            text = text[:end]
     lines = text.split("\n")
     langs = _languages(text, len(lines))
     if only is None:
@@ -322,13 +327,12 @@ def _code_references(
         candidates = sorted(candidates + list(_LOOSE_TOKEN_RE.finditer(code)), key=lambda m: m.start())
     if not candidates:
         return out
-    # an inline `scripts/x.py` alone is a mention, not a command: it runs only with arguments
-    # or an explicit ./ (in a fenced block, a line holding only the path runs it)
-    n_words = len(code.split())
     for m in candidates:
         word = m.group()
         role = _role_at(code, m.start()) if shell and not word.endswith("/") else ""  # a folder is not run
-        if role == "command" and n_words == 1 and not single_word_is_command and not word.startswith("./"):
+        # an inline `scripts/x.py` alone is a mention, not a command: it runs only with arguments
+        # or an explicit ./ (in a fenced block, a line holding only the path runs it)
+        if role == "command" and not single_word_is_command and not word.startswith("./") and len(code.split()) == 1:
             role = "command" if _RUN_WORDS_RE.search(prefix, max(0, len(prefix) - 48)) else ""
         if "/" not in word:
             if _WINDOWS_PATH_RE.match(word):
@@ -372,4 +376,4 @@ def normalise(raw: str) -> tuple[str, bool]:
 
 
 def is_glob(path: str) -> bool:
-    return any(c in path for c in "*?{")
+    return "*" in path or "?" in path or "{" in path
