@@ -273,8 +273,12 @@ def find_references(
             body = _PROMPT_RE.sub(lambda m: " " * len(m.group()), line) if shell and line.lstrip()[:1] in ("$", ">", "P") else line
             refs += _code_references(body, 0, "", i, own_name, folders, shell, single_word_is_command=True)
             continue
-        if "/" not in line and "](" not in line and "]:" not in line and "`" not in line:
-            continue  # neither a path, a link nor code: most lines
+        if "/" not in line and "](" not in line and "]:" not in line and (
+            "`" not in line or ("\\" not in line and not _SCRIPT_NAME_RE.search(line))
+        ):
+            # neither a path, a link, nor code that could name a file (what inline code is read
+            # for: a '/', a '\\' or a script's name, all of which the line would show): most lines
+            continue
         spans = _spans(line) if "`" in line else []
         link_spans: list[tuple[int, int]] = []
         links = list(_LINK_RE.finditer(line)) + list(_DEFINITION_RE.finditer(line)) if "](" in line or "]:" in line else []
