@@ -149,9 +149,8 @@ def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
 
 
 def _clean_token(token: str) -> str:
-    while token and token[-1] in _WORD_TRAILING:
-        token = token[:-1]
-    return _LINE_SUFFIX_RE.sub("", token)
+    token = token.rstrip(_WORD_TRAILING)
+    return _LINE_SUFFIX_RE.sub("", token) if ":" in token else token
 
 
 def split_token(token: str, own_name: str, folders: frozenset[str]) -> tuple[str, bool] | None:
