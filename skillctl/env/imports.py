@@ -30,7 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skillctl.env.declare import MAX_SCRIPT_BYTES, Declarations, is_python_script, skill_declarations
+from skillctl.env.declare import MAX_SCRIPT_BYTES, Declarations, is_python_script, requirement_name, skill_declarations
 from skillctl.errors import EnvError
 from skillctl.fsutil import read_at_most
 
@@ -265,13 +265,19 @@ def undeclared_imports(
     paths: Iterable[str], read: Callable[[str], bytes], declared: Iterable[str]
 ) -> list[ImportUse]:
     """Imports whose distribution is not among ``declared`` (distribution names, any spelling)."""
-    declared = list(declared)
-    if not declared:
+    have = {_canonical(d) for d in declared}
+    if not have:
         return third_party_imports(paths, read)
-    from packaging.utils import canonicalize_name
+    return third_party_imports(paths, read, lambda u: _canonical(u.distribution) not in have)
 
-    have = {canonicalize_name(d) for d in declared}
-    return third_party_imports(paths, read, lambda u: canonicalize_name(u.distribution) not in have)
+
+_SEPARATORS_RE = re.compile(r"[-_.]+")
+
+
+def _canonical(name: str) -> str:
+    """A distribution name normalised as PEP 503 defines it (packaging's canonicalize_name,
+    without importing packaging for it)."""
+    return _SEPARATORS_RE.sub("-", name).lower()
 
 
 def folder_reader(folder: Path) -> Callable[[str], bytes]:
@@ -306,10 +312,10 @@ def check_folder(folder: Path, shown: str, paths: Iterable[str], owner: str) -> 
     paths = list(paths)
     read = _scripts_kept(folder_reader(folder))
     try:
-        decl = skill_declarations(owner, paths, read)
+        decl = skill_declarations(owner, paths, read, requirement_name)
     except EnvError as exc:
         return [("SK252", f"{exc}", shown, 0, 0)]
-    declared = [_name(d.requirement) for d in decl.python]
+    declared = [d.requirement for d in decl.python]  # names
     out = []
     reported: set[tuple[str, str]] = set()
     for use in undeclared_imports(paths, read, declared):
