@@ -20,7 +20,6 @@ This module is a leaf (standard library and ``packaging`` only): the validator c
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -42,6 +41,8 @@ _MAP_FILE = Path(__file__).with_name("import_names.json")
 
 @lru_cache(maxsize=1)
 def import_map() -> dict[str, str]:
+    import json  # only once a script imports something that is not the standard library's
+
     return dict(json.loads(_MAP_FILE.read_text("utf-8"))["names"])
 
 
@@ -135,7 +136,7 @@ _CODING_RE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
 # Python 3.12 lets an f-string's replacement fields hold its own quotes and comments
 # (PEP 701): such a literal is no longer found by its quotes alone.
 _NESTING_FSTRINGS = sys.version_info >= (3, 12)
-_FSTRING_RE = re.compile(f"(?<!{_IDC})[rRbBuU]?[fFtT][rRbB]?['\"]")
+_FSTRING_RE = re.compile(f"(?<!{_IDC})[rRbBuU]?[fFtT][rRbB]?['\"]") if _NESTING_FSTRINGS else None
 
 
 def _is_utf8(encoding: str) -> bool:
@@ -162,7 +163,7 @@ def _scan(data: bytes) -> list[tuple[str, int, int]] | None:
                 return None
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")  # the parser's line ends
-    if _NESTING_FSTRINGS and _FSTRING_RE.search(text):
+    if _FSTRING_RE is not None and _FSTRING_RE.search(text):
         return None
     found: list[tuple[str, int, int]] = []
     line, pos = 1, 0
