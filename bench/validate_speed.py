@@ -12,14 +12,16 @@ Two ratios, skillctl / skills-ref, each measured against its baseline in the sam
 
 Times are CPU time (user + system) of the process: the machines these run on are shared, and the
 wall clock there mostly measures the other tenants. Both commands run from bytecode caches, as
-installed tools do (pip compiles skills-ref's modules at install time; this checkout's editable
-skillctl has none where PYTHONDONTWRITEBYTECODE is set, and would be compiled from source on
-every run): the processes share a cache folder of the bench's own (PYTHONPYCACHEPREFIX), filled by
-the warm-up runs. ``--source`` runs them in the caller's environment as it is instead. Also printed, for the record: ``skillctl
---help`` in milliseconds (target ≤ 150 ms; CPU time of the process) and the share of the skill
-environments check (SK251/SK252, which parses every Python script). Targets: process ratio ≤ 1.0, in-process ≤ 1.2.
+installed tools do (pip compiles skills-ref's modules when it installs them; this checkout's
+editable skillctl has none where PYTHONDONTWRITEBYTECODE is set, and would be compiled from
+source on every run): the processes share a cache folder of the bench's own
+(PYTHONPYCACHEPREFIX), filled by the warm-up runs; ``--source`` runs them in the caller's
+environment as it is. Also printed, for the record: ``skillctl --help`` (target ≤ 150 ms, CPU time
+of the process) and the share of the skill environments check (SK251/SK252: every Python
+script's imports scanned, and the scripts that have some to report checked to parse). Targets:
+process ratio ≤ 1.0, in-process ≤ 1.2.
 
-    python bench/validate_speed.py [--runs 15] [--copies 5] [--rounds 5]
+    python bench/validate_speed.py [--runs 15] [--copies 5] [--rounds 5] [--source]
 
 Not a test: nothing here asserts on time.
 """
@@ -121,7 +123,7 @@ def inprocess_ratio(copies: int, rounds: int) -> tuple[int, float, float, float]
 
 
 def environment_share(copies: int, rounds: int) -> float:
-    """Per-skill time of the skill environments check (SK251/SK252: every script parsed), so the
+    """Per-skill time of the skill environments check (SK251/SK252: every script scanned), so the
     figure above can be read apart from it."""
     from skillctl.skill import check_skill
     from skillctl.skill import validate as module
