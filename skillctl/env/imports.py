@@ -166,9 +166,14 @@ def _scan(data: bytes) -> list[tuple[str, int, int]] | None:
     if _FSTRING_RE is not None and _FSTRING_RE.search(text):
         return None
     found: list[tuple[str, int, int]] = []
+    # Every import statement holds the word "import": none starts after its last occurrence, so
+    # the scan stops there (most scripts import at the top, and the rest of the file is skipped).
+    last = text.rfind("import")
     line, pos = 1, 0
     ascii_only = text.isascii()
     for m in _SCAN_RE.finditer(text):
+        if m.start() > last:
+            break
         kind = m.lastgroup  # None for a comment or a literal: most matches
         if kind is None:
             continue
