@@ -58,6 +58,7 @@ SCANNED = {
     "non-ASCII identifiers": "données = 1\nimport modulé\nfrom paquet_é import x\nxfrom = 1\n".encode(),
     "form feed": b"\x0cimport after_form_feed\n",
     "utf-8 coding line": b"# -*- coding: utf-8 -*-\nimport declared_utf8\n",
+    "an import last, after the word in a string": b'x = "import"\ndef f():\n    import late_one\nimport\tlast_of_all',
 }
 
 
