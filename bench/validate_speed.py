@@ -11,15 +11,14 @@ Two ratios, skillctl / skills-ref, each measured against its baseline in the sam
   copied ``--copies`` times. Rounds alternate; the best round of each is compared.
 
 Times are CPU time (user + system) of the process: the machines these run on are shared, and the
-wall clock there mostly measures the other tenants. Both commands run from bytecode caches, as
-installed tools do (pip compiles skills-ref's modules when it installs them; this checkout's
-editable skillctl has none where PYTHONDONTWRITEBYTECODE is set, and would be compiled from
-source on every run): the processes share a cache folder of the bench's own
-(PYTHONPYCACHEPREFIX), filled by the warm-up runs; ``--source`` runs them in the caller's
-environment as it is. Also printed, for the record: ``skillctl --help`` (target ≤ 150 ms, CPU time
-of the process) and the share of the skill environments check (SK251/SK252: every Python
-script's imports scanned, and the scripts that have some to report checked to parse). Targets:
-process ratio ≤ 1.0, in-process ≤ 1.2.
+wall clock there mostly measures the other tenants. Both commands run from bytecode, as installed
+tools do: pip compiled skills-ref's modules when it installed them, and the bench compiles
+skillctl's in place (``__pycache__`` folders, ignored by git) — this checkout is an editable
+install, and where PYTHONDONTWRITEBYTECODE is set it would otherwise be compiled from source on
+every run; ``--source`` skips that. Also printed, for the record: ``skillctl --help`` (target
+≤ 150 ms, CPU time of the process) and the share of the skill environments check (SK251/SK252:
+every Python script's imports scanned, and the scripts that have some to report checked to
+parse). Targets: process ratio ≤ 1.0, in-process ≤ 1.2.
 
     python bench/validate_speed.py [--runs 15] [--copies 5] [--rounds 5] [--source]
 
@@ -58,38 +57,38 @@ def _bin(name: str) -> str:
     return found
 
 
-def _cached_bytecode(cache: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = cache
-    return env
+def _compile_skillctl() -> None:
+    import compileall
+
+    import skillctl
+
+    compileall.compile_dir(Path(skillctl.__file__).parent, quiet=1)
 
 
-def _cpu(cmd: list[str], env: dict[str, str] | None = None) -> float:
+def _cpu(cmd: list[str]) -> float:
     """CPU time (user + system) the command's process used: on a shared, loaded machine the wall
     clock mostly measures the other tenants."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def process_ratio(runs: int, env: dict[str, str] | None) -> tuple[dict[str, tuple[float, float]], float, float]:
+def process_ratio(runs: int) -> tuple[dict[str, tuple[float, float]], float, float]:
     """Per skill (median skillctl, median skills-ref); the ratio of their sums; --help."""
     per_skill: dict[str, tuple[float, float]] = {}
     for one in ONES:
         ours = [_bin("skillctl"), "validate", str(one)]
         ref = [_bin("agentskills"), "validate", str(one)]
-        for cmd in (ours, ref):  # warm the file cache and the bytecode caches
-            _cpu(cmd, env)
+        for cmd in (ours, ref):  # warm the file cache
+            _cpu(cmd)
         a, b = [], []
         for _ in range(runs):
-            a.append(_cpu(ours, env))
-            b.append(_cpu(ref, env))
+            a.append(_cpu(ours))
+            b.append(_cpu(ref))
         per_skill[one.name] = (statistics.median(a), statistics.median(b))
     help_cmd = [_bin("skillctl"), "--help"]
-    _cpu(help_cmd, env)
-    help_s = statistics.median(_cpu(help_cmd, env) for _ in range(runs))
+    help_s = statistics.median(_cpu(help_cmd) for _ in range(runs))
     ratio = sum(a for a, _ in per_skill.values()) / sum(b for _, b in per_skill.values())
     return per_skill, ratio, help_s
 
@@ -153,12 +152,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15, help="process runs of each command")
     parser.add_argument("--copies", type=int, default=5, help="copies of the 58 real skills for the in-process tree")
     parser.add_argument("--rounds", type=int, default=5, help="in-process rounds of each validator")
-    parser.add_argument("--source", action="store_true", help="run the processes in this environment as it is (no bytecode cache of the bench's own)")
+    parser.add_argument("--source", action="store_true", help="do not compile skillctl's modules first (as this environment has them)")
     args = parser.parse_args()
     os.environ.pop("SKILLCTL_PROFILE", None)
 
-    with tempfile.TemporaryDirectory(prefix="skillctl-bench-pyc-") as cache:
-        per_skill, r1, help_s = process_ratio(args.runs, None if args.source else _cached_bytecode(cache))
+    if not args.source:
+        _compile_skillctl()
+    per_skill, r1, help_s = process_ratio(args.runs)
     for name, (ours_s, ref_s) in per_skill.items():
         print(f"process: {name}: skillctl validate {ours_s * 1000:.0f} ms, agentskills validate {ref_s * 1000:.0f} ms (CPU, median of {args.runs})")
     print(f"help: skillctl --help {help_s * 1000:.0f} ms (CPU, median; target <= 150 ms)")
