@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
 
+from skillctl.env import declare
 from skillctl.env.declare import (
     PROJECT,
     Declarations,
@@ -14,7 +20,7 @@ from skillctl.env.declare import (
     read_script_metadata,
     skill_declarations,
 )
-from skillctl.env.imports import folder_reader
+from skillctl.env.imports import _canonical, folder_reader
 from skillctl.errors import EnvError, LockError
 from skillctl.registry.lockfile import load_requirements
 
@@ -132,15 +138,6 @@ def test_a_skills_yaml_without_environment_keeps_its_old_requirements_shape(tmp_
 
 # The validator learns the names of plainly written requirements without packaging: whatever the
 # plain forms match, packaging must accept, with the same name — checked here against packaging.
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from packaging.requirements import Requirement  # noqa: E402
-from packaging.specifiers import SpecifierSet  # noqa: E402
-from packaging.utils import canonicalize_name  # noqa: E402
-
-from skillctl.env import declare  # noqa: E402
-from skillctl.env.imports import _canonical  # noqa: E402
 
 _names = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,8}[A-Za-z0-9])?", fullmatch=True)
 _blank = st.sampled_from(["", " ", "\t", "  "])
