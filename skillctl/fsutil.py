@@ -1,4 +1,5 @@
-"""File-system durability helpers shared by the bundle writer, the extractor and the registry."""
+"""File-system helpers: durability for the bundle writer, the extractor and the registry; capped
+reads for the validator."""
 
 from __future__ import annotations
 
@@ -19,6 +20,20 @@ def fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def read_at_most(path: str | os.PathLike[str], limit: int) -> bytes:
+    """What ``open(path, "rb").read(limit)`` returns: the file, or its first ``limit`` bytes.
+
+    A read of ``limit`` bytes allocates them up front; for a cap of a few MiB that costs more than
+    reading a small file, and the validator reads thousands. The read is sized by the file
+    instead, and goes on to the cap if the file turns out longer than it said."""
+    with open(path, "rb") as fh:
+        first = min(limit, os.fstat(fh.fileno()).st_size + 1)
+        data = fh.read(first)
+        if len(data) == first < limit:
+            data += fh.read(limit - first)
+        return data
 
 
 def tar_data_filter() -> dict[str, str]:

@@ -53,6 +53,16 @@ def test_help_lists_every_command_without_importing_one() -> None:
 def test_validating_one_skill_loads_no_schema_engine_registry_or_sdk() -> None:
     output, modules = _modules_after(["validate", str(EXAMPLE)])
     assert output.startswith("ok: 1 checked, 1 valid")
-    # (packaging comes with the skill environments check of the example's Python script)
-    heavy = {"jsonschema", "docker", "openai", "requests", "pathspec", "skillctl.registry", "skillctl.bundle", "skillctl.runtime"}
+    # The example's script imports only the standard library and declares nothing: its imports are
+    # scanned, but nothing parses requirements (packaging, tomllib) or checks that it compiles (symtable).
+    heavy = {"jsonschema", "docker", "openai", "requests", "pathspec", "skillctl.registry", "skillctl.bundle", "skillctl.runtime",
+             "packaging", "tomllib", "symtable"}
     assert sorted(m for m in modules if m in heavy or m.split(".")[0] in heavy) == []
+
+
+def test_plainly_written_requirements_are_read_without_packaging() -> None:
+    # requirements.txt holds `markitdown[xlsx]>=0.1.0`: its name is all the check needs
+    skill = Path(__file__).resolve().parent / "data" / "real-skills" / "github+awesome-copilot" / "skills" / "convert-excel-to-md"
+    output, modules = _modules_after(["validate", str(skill)])
+    assert output.startswith("ok: 1 checked, 1 valid"), output
+    assert [m for m in modules if m.split(".")[0] == "packaging"] == []

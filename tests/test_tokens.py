@@ -14,7 +14,7 @@ import pytest
 
 import skillctl.messages as messages_mod
 from skillctl.messages import Message, ToolCall, assistant, user
-from skillctl.tokens import DEFAULT_TOKENIZER, EstimateTokenizer, Tokenizer, estimate_tokens, script_counts
+from skillctl.tokens import DEFAULT_TOKENIZER, EstimateTokenizer, Tokenizer, estimate_tokens, script_counts, tokens_at_most
 
 
 @pytest.mark.parametrize(
@@ -110,6 +110,18 @@ def test_estimate_over_estimates_per_script_never_under_chars_over_four():
     # A safety property the budget relies on: never below the old len/4.
     for text in ["hello", "Привет мир", "中文字", "😀😀", "mixed Привет 中 😀"]:
         assert estimate_tokens(text) >= math.ceil(len(text) / 4)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "a", "abcde", "é", "éé", "日本", "日", "é日", "😀", "abc😀", "Привет, мир", "x" * 4001 + "é" * 999, "日本語" * 700 + "ab"],
+)
+def test_the_cheap_bound_is_never_below_the_estimate_and_exact_for_cjk_and_ascii(text):
+    # the validator skips the exact count of a SKILL.md body this bound puts under the budget
+    assert tokens_at_most(text) >= estimate_tokens(text)
+    a, c, o = script_counts(text)
+    if o == 0:
+        assert tokens_at_most(text) == estimate_tokens(text)
 
 
 def test_tokenizer_protocol():

@@ -11,7 +11,9 @@
          python: ["numpy>=1.26", "pandas"]   # for skills that declare nothing
          debian: ["poppler-utils"]           # system tools some skills call
 
-Everything here only parses (``tomllib``, ``packaging``): no skill code is imported or run.
+Everything here only parses (``tomllib``, ``packaging``): no skill code is imported or run. Both
+are imported when there is something to parse: the validator reads every skill's scripts, and
+most declare nothing.
 Every declaration keeps its owner (a skill's name, or ``project``) and its source file so a
 conflict can name both sides.
 """
@@ -19,16 +21,14 @@ conflict can name both sides.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
+from typing import TYPE_CHECKING, Any
 
 from skillctl.errors import EnvError
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 PROJECT = "project"
 # The reference regular expression of PEP 723 ("Reference Implementation").
@@ -50,6 +50,9 @@ class Declared:
 
     @property
     def name(self) -> str:
+        from packaging.requirements import Requirement
+        from packaging.utils import canonicalize_name
+
         return canonicalize_name(Requirement(self.requirement).name)
 
     def to_dict(self) -> dict[str, str]:
@@ -105,6 +108,8 @@ class Declarations:
 
 def read_script_metadata(text: str, where: str) -> dict[str, Any] | None:
     """The ``script`` block of a Python script as a table, None without one (PEP 723)."""
+    if "# /// " not in text:
+        return None  # most scripts: no block can start
     matches = [m for m in PEP723_RE.finditer(text) if m.group("type") == "script"]
     if len(matches) > 1:
         raise EnvError(f"{where}: more than one '# /// script' block; PEP 723 allows one — merge them")
@@ -114,6 +119,8 @@ def read_script_metadata(text: str, where: str) -> dict[str, Any] | None:
         line[2:] if line.startswith("# ") else line[1:]
         for line in matches[0].group("content").splitlines(keepends=True)
     )
+    import tomllib
+
     try:
         return tomllib.loads(content)
     except tomllib.TOMLDecodeError as exc:
@@ -122,6 +129,8 @@ def read_script_metadata(text: str, where: str) -> dict[str, Any] | None:
 
 def parse_requirement(text: str, where: str) -> Requirement:
     """A plain PEP 508 requirement; direct references (``name @ URL``) are refused."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         req = Requirement(text)
     except InvalidRequirement as exc:
@@ -134,7 +143,32 @@ def parse_requirement(text: str, where: str) -> Requirement:
     return req
 
 
-def _script_declarations(owner: str, rel: str, text: str) -> tuple[list[Declared], list[Declared]]:
+def printed_requirement(text: str, where: str) -> str:
+    """Requirement ``text`` as packaging prints it (``Declared.requirement``)."""
+    return str(parse_requirement(text, where))
+
+
+# Requirements as most skills write them — a name, extras, version bounds ("markitdown[pdf]>=0.1.0",
+# "numpy>=1.26,<2", "PyYAML") — and requires-python as plain bounds (">=3.10"): packaging accepts
+# every text these match (tests/env/test_declare.py checks it against packaging itself), so their
+# names are known without importing packaging, which costs a validation process about 15 ms.
+_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+_BOUND = r"(?:(?:==|!=|<=|>=|<|>)[ \t]*[0-9]+(?:\.[0-9]+)*|~=[ \t]*[0-9]+(?:\.[0-9]+)+)"
+_BOUNDS = rf"{_BOUND}(?:[ \t]*,[ \t]*{_BOUND})*"
+_PLAIN_REQUIREMENT_RE = re.compile(rf"[ \t]*({_NAME})(?:\[{_NAME}(?:,[ \t]*{_NAME})*\])?[ \t]*(?:{_BOUNDS})?[ \t]*")
+_PLAIN_PYTHON_RE = re.compile(rf"[ \t]*{_BOUNDS}[ \t]*")
+
+
+def requirement_name(text: str, where: str) -> str:
+    """The distribution name requirement ``text`` declares (as written, not normalised), refusing
+    what ``parse_requirement`` refuses, with the same message."""
+    plain = _PLAIN_REQUIREMENT_RE.fullmatch(text)
+    return plain.group(1) if plain else parse_requirement(text, where).name
+
+
+def _script_declarations(
+    owner: str, rel: str, text: str, parse: Callable[[str, str], str] = printed_requirement
+) -> tuple[list[Declared], list[Declared]]:
     where = f"{owner}: {rel}"
     meta = read_script_metadata(text, where)
     if meta is None:
@@ -143,16 +177,19 @@ def _script_declarations(owner: str, rel: str, text: str) -> tuple[list[Declared
     if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
         raise EnvError(f"{where}: PEP 723 'dependencies' must be a list of strings")
     source = f"{rel} (PEP 723)"
-    python = [Declared(str(parse_requirement(d, where)), owner, source) for d in deps]
+    python = [Declared(parse(d, where), owner, source) for d in deps]
     pins = []
     rp = meta.get("requires-python")
     if rp is not None:
         if not isinstance(rp, str):
             raise EnvError(f"{where}: PEP 723 'requires-python' must be a string such as '>=3.10'")
-        try:
-            SpecifierSet(rp)
-        except InvalidSpecifier:
-            raise EnvError(f"{where}: requires-python '{rp}' is not a version specifier") from None
+        if not _PLAIN_PYTHON_RE.fullmatch(rp):
+            from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+            try:
+                SpecifierSet(rp)
+            except InvalidSpecifier:
+                raise EnvError(f"{where}: requires-python '{rp}' is not a version specifier") from None
         pins.append(Declared(rp, owner, source))
     return python, pins
 
@@ -162,7 +199,9 @@ def _script_declarations(owner: str, rel: str, text: str) -> tuple[list[Declared
 _LOOKS_LIKE_PATH = re.compile(r"^(\.{1,2}/|/|~|[A-Za-z]:[\\/])|\.(whl|zip|tar\.gz|tgz|tar\.bz2)$")
 
 
-def parse_requirements_txt(owner: str, rel: str, text: str) -> list[Declared]:
+def parse_requirements_txt(
+    owner: str, rel: str, text: str, parse: Callable[[str, str], str] = printed_requirement
+) -> list[Declared]:
     """Plain requirement lines; anything that reaches outside the skill or the index is refused."""
     out: list[Declared] = []
     logical: list[tuple[int, str]] = []
@@ -193,7 +232,7 @@ def parse_requirements_txt(owner: str, rel: str, text: str) -> list[Declared]:
                 f"{where}: '{line}' is a URL or a local path; a skill's requirements must come from the "
                 "package index — write the distribution name and a version range"
             )
-        out.append(Declared(str(parse_requirement(line, where)), owner, f"{rel}:{number}"))
+        out.append(Declared(parse(line, where), owner, f"{rel}:{number}"))
     return out
 
 
@@ -207,10 +246,14 @@ def is_python_script(rel: str, head: bytes) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def skill_declarations(owner: str, paths: Iterable[str], read: Callable[[str], bytes]) -> Declarations:
+def skill_declarations(
+    owner: str, paths: Iterable[str], read: Callable[[str], bytes], parse: Callable[[str, str], str] = printed_requirement
+) -> Declarations:
     """What skill ``owner`` declares: PEP 723 blocks first, then its requirements.txt files.
 
     ``paths`` are the skill's files (POSIX, relative to its root); ``read`` returns a file's bytes.
+    ``parse`` makes ``Declared.requirement`` of a requirement's text (and refuses a bad one): as
+    packaging prints it, or only its name (``requirement_name``, for a caller that needs no more).
     """
     python: list[Declared] = []
     pins: list[Declared] = []
@@ -225,12 +268,12 @@ def skill_declarations(owner: str, paths: Iterable[str], read: Callable[[str], b
         except OSError:
             continue  # unreadable: the validator reports it (SK234), packing refuses it
         if base == REQUIREMENTS_TXT:
-            reqs_txt += parse_requirements_txt(owner, rel, _text(data, f"{owner}: {rel}"))
+            reqs_txt += parse_requirements_txt(owner, rel, _text(data, f"{owner}: {rel}"), parse)
             continue
         if len(data) > MAX_SCRIPT_BYTES or not is_python_script(rel, data[:256]):
             continue
         scripts.append(rel)
-        deps, rp = _script_declarations(owner, rel, data.decode("utf-8", errors="replace"))
+        deps, rp = _script_declarations(owner, rel, data.decode("utf-8", errors="replace"), parse)
         python += deps
         pins += rp
     return Declarations(tuple(python + reqs_txt), tuple(pins), (), {owner: tuple(scripts)})

@@ -7,30 +7,42 @@ in the standard library (``sys.stdlib_module_names``), relative, or a module of 
 map (``import_names.json``: ``PIL`` → Pillow, ``yaml`` → PyYAML, ``sklearn`` → scikit-learn…);
 a name not in the map is taken to be its own distribution name.
 
+Most scripts are not parsed into a tree at all: a scanner (one regular expression that steps over
+comments and string literals) lists the import statements of a valid file exactly as ``ast``
+does, and the file is then only checked to parse (by the symbol-table pass, which builds no
+Python objects). A file the scanner cannot vouch for — ``TYPE_CHECKING`` blocks, an encoding
+other than UTF-8, f-strings under the grammar of Python 3.12+ — gets the full parse.
+
 This module is a leaf (standard library and ``packaging`` only): the validator calls
-``undeclared_imports`` without pulling in the rest of the environment machinery.
+``undeclared_imports`` without pulling in the rest of the environment machinery, and
+``packaging`` is imported only when a skill declares something.
 """
 
 from __future__ import annotations
 
-import ast
-import json
+import os
+import re
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from packaging.utils import canonicalize_name
-
-from skillctl.env.declare import MAX_SCRIPT_BYTES, Declarations, is_python_script, skill_declarations
+from skillctl.env.declare import MAX_SCRIPT_BYTES, Declarations, is_python_script, requirement_name, skill_declarations
 from skillctl.errors import EnvError
+from skillctl.fsutil import read_at_most
+
+if TYPE_CHECKING:
+    import ast
 
 _MAP_FILE = Path(__file__).with_name("import_names.json")
 
 
 @lru_cache(maxsize=1)
 def import_map() -> dict[str, str]:
+    import json  # only once a script imports something that is not the standard library's
+
     return dict(json.loads(_MAP_FILE.read_text("utf-8"))["names"])
 
 
@@ -58,13 +70,22 @@ class ImportUse:
 
 
 def _is_type_checking(test: ast.expr) -> bool:
+    import ast
+
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
     )
 
 
+# Import statements are statements: they sit only in the statement lists of other statements
+# (and of except clauses and match cases), so the walk never descends into expressions.
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
 def _imports(tree: ast.AST) -> Iterable[tuple[str, int, int]]:
     """(module, line, column) of every absolute import, skipping ``if TYPE_CHECKING:`` blocks."""
+    import ast
+
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
@@ -76,7 +97,120 @@ def _imports(tree: ast.AST) -> Iterable[tuple[str, int, int]]:
                 yield alias.name, node.lineno, node.col_offset + 1
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             yield node.module, node.lineno, node.col_offset + 1
-        stack.extend(ast.iter_child_nodes(node))
+        for name in _BODIES:
+            children = getattr(node, name, None)
+            if isinstance(children, list):
+                stack.extend(children)
+
+
+# --- the scanner -------------------------------------------------------------------------------
+# In a file that parses, once comments and string literals are stepped over, the keyword
+# ``import`` occurs only in import statements and ``from`` only there, in ``yield from`` and in
+# ``raise … from``. Literals are matched whole from their quote: a prefix (r, b, f, u) does not
+# change where one ends, since a backslash escapes the next character even in a raw string. A
+# keyword is a whole word: no identifier character (ASCII word or any non-ASCII one) on either
+# side; the look-behind sits after the literal so the regex engine can skip ahead to candidates.
+# an identifier character: an ASCII letter, digit or underscore, or any non-ASCII character
+# (written as "no other ASCII character": a class spanning all of Unicode is slow to compile)
+_IDC = r"[^\x00-/:-@\[-^`{-\x7f]"
+_AFTER = f"(?!{_IDC})"
+_NAME = f"{_IDC}+"
+_SPACE = r"(?:[ \t\f]|\\\n)*"  # blanks and backslash continuations
+_DOTTED = f"{_NAME}(?:{_SPACE}\\.{_SPACE}{_NAME})*"
+_ALIAS = f"{_DOTTED}(?:{_SPACE}as{_AFTER}{_SPACE}{_NAME})?"
+_ALIAS_RE = re.compile(f"(?P<module>{_DOTTED})(?:{_SPACE}as{_AFTER}{_SPACE}{_NAME})?")
+_SCAN_RE = re.compile(
+    r"#[^\n]*"
+    r"|'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"
+    r'|"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
+    r"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
+    r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+    # from MODULE import … (relative: from . import x, from .a import b)
+    f"|from(?<!{_IDC}from){_AFTER}{_SPACE}(?P<source>(?:\\.{_SPACE})*(?:{_DOTTED})?){_SPACE}import{_AFTER}"
+    # import a.b as c, d
+    f"|import(?<!{_IDC}import){_AFTER}{_SPACE}(?P<names>{_ALIAS}(?:{_SPACE},{_SPACE}{_ALIAS})*)",
+    re.DOTALL,
+)
+_BLANKS_RE = re.compile(r"[\s\\]+")  # `a . b` and `a.\<newline>b` are the module a.b
+_CODING_RE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
+# Python 3.12 lets an f-string's replacement fields hold its own quotes and comments
+# (PEP 701): such a literal is no longer found by its quotes alone.
+_NESTING_FSTRINGS = sys.version_info >= (3, 12)
+_FSTRING_RE = re.compile(f"(?<!{_IDC})[rRbBuU]?[fFtT][rRbB]?['\"]") if _NESTING_FSTRINGS else None
+
+
+def _is_utf8(encoding: str) -> bool:
+    name = encoding.lower().replace("_", "-")
+    return name in ("utf-8", "utf8") or name.startswith("utf-8-")
+
+
+def _scan(data: bytes) -> list[tuple[str, int, int]] | None:
+    """The (module, line, column) of every absolute import of ``data`` — exactly what the walk
+    over ``ast.parse(data)`` yields, provided the file parses — or None when only the full
+    parse can tell (see the module's docstring)."""
+    if b"TYPE_CHECKING" in data:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # another encoding (or not source): the parser decides
+    if text.startswith("\ufeff"):
+        text = text[1:]  # the parser drops a byte-order mark; columns start after it
+    if "coding" in text[:400]:
+        for line in text.split("\n", 2)[:2]:
+            cookie = _CODING_RE.match(line)
+            if cookie and not _is_utf8(cookie.group(1)):
+                return None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")  # the parser's line ends
+    if _FSTRING_RE is not None and _FSTRING_RE.search(text):
+        return None
+    found: list[tuple[str, int, int]] = []
+    # Every import statement holds the word "import": none starts after its last occurrence, so
+    # the scan stops there (most scripts import at the top, and the rest of the file is skipped).
+    last = text.rfind("import")
+    line, pos = 1, 0
+    ascii_only = text.isascii()
+    for m in _SCAN_RE.finditer(text):
+        if m.start() > last:
+            break
+        kind = m.lastgroup  # None for a comment or a literal: most matches
+        if kind is None:
+            continue
+        source, names = m.group("source"), m.group("names")
+        if names is None and (not source or source.startswith(".")):
+            continue  # yield/raise … from, or a relative import
+        start = m.start()
+        line += text.count("\n", pos, start)
+        pos = start
+        bol = text.rfind("\n", 0, start) + 1
+        # ast counts columns in UTF-8 bytes
+        column = (start - bol if ascii_only else len(text[bol:start].encode("utf-8"))) + 1
+        if names is None:
+            found.append((_BLANKS_RE.sub("", source), line, column))
+        else:
+            found += [(_BLANKS_RE.sub("", a.group("module")), line, column) for a in _ALIAS_RE.finditer(names)]
+    return found
+
+
+def _parses(data: bytes, filename: str) -> bool:
+    """Whether ``ast.parse(data)`` succeeds. The symbol-table pass parses the same way and
+    builds no Python objects; it refuses a little more (``nonlocal`` at module level), so only
+    its refusals are put to ``ast.parse``."""
+    import symtable
+
+    try:
+        symtable.symtable(data, filename, "exec")
+        return True
+    except Exception:  # noqa: BLE001 - any refusal: the parser itself decides
+        pass
+    import ast
+
+    try:
+        ast.parse(data, filename=filename)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def local_modules(paths: Iterable[str]) -> set[str]:
@@ -92,8 +226,13 @@ def local_modules(paths: Iterable[str]) -> set[str]:
     return names
 
 
-def third_party_imports(paths: Iterable[str], read: Callable[[str], bytes]) -> list[ImportUse]:
-    """Every import of a module that is neither standard library nor part of the skill."""
+def third_party_imports(
+    paths: Iterable[str], read: Callable[[str], bytes], wanted: Callable[[ImportUse], bool] | None = None
+) -> list[ImportUse]:
+    """Every import of a module that is neither standard library nor part of the skill (and,
+    given ``wanted``, that it keeps). A script that does not parse has nothing to say about its
+    imports (not Python 3 source, or not Python at all); whether it parses is asked only of a
+    script that has imports to report."""
     paths = sorted(paths)
     local = local_modules(paths)
     stdlib = sys.stdlib_module_names
@@ -107,15 +246,24 @@ def third_party_imports(paths: Iterable[str], read: Callable[[str], bytes]) -> l
             continue  # the validator reports unreadable files itself
         if len(data) > MAX_SCRIPT_BYTES or not is_python_script(rel, data[:256]):
             continue
-        try:
-            tree = ast.parse(data, filename=rel)
-        except (SyntaxError, ValueError):
-            continue  # not Python 3 source (or not Python at all): nothing to say about imports
-        for module, line, col in _imports(tree):
-            top = module.split(".")[0]
-            if top in stdlib or top in local:
+        imports = _scan(data)
+        parsed = imports is None
+        if imports is None:
+            import ast
+
+            try:
+                imports = list(_imports(ast.parse(data, filename=rel)))
+            except (SyntaxError, ValueError):
                 continue
-            found.append(ImportUse(module, rel, line, col))
+        uses = []
+        for module, line, col in imports:
+            top = module.partition(".")[0]
+            if top not in stdlib and top not in local:
+                use = ImportUse(module, rel, line, col)
+                if wanted is None or wanted(use):
+                    uses.append(use)
+        if uses and (parsed or _parses(data, rel)):
+            found += uses
     return sorted(found, key=lambda u: (u.file, u.line, u.column, u.module))
 
 
@@ -123,16 +271,42 @@ def undeclared_imports(
     paths: Iterable[str], read: Callable[[str], bytes], declared: Iterable[str]
 ) -> list[ImportUse]:
     """Imports whose distribution is not among ``declared`` (distribution names, any spelling)."""
-    have = {canonicalize_name(d) for d in declared}
-    return [u for u in third_party_imports(paths, read) if canonicalize_name(u.distribution) not in have]
+    have = {_canonical(d) for d in declared}
+    if not have:
+        return third_party_imports(paths, read)
+    return third_party_imports(paths, read, lambda u: _canonical(u.distribution) not in have)
+
+
+_SEPARATORS_RE = re.compile(r"[-_.]+")
+
+
+def _canonical(name: str) -> str:
+    """A distribution name normalised as PEP 503 defines it (packaging's canonicalize_name,
+    without importing packaging for it)."""
+    return _SEPARATORS_RE.sub("-", name).lower()
 
 
 def folder_reader(folder: Path) -> Callable[[str], bytes]:
     def read(rel: str) -> bytes:
-        with open(folder / rel, "rb") as fh:
-            return fh.read(MAX_SCRIPT_BYTES + 1)
+        return read_at_most(os.path.join(folder, rel), MAX_SCRIPT_BYTES + 1)
 
     return read
+
+
+def _scripts_kept(read: Callable[[str], bytes]) -> Callable[[str], bytes]:
+    """``read``, remembering the Python scripts: the declarations and then the imports are read
+    from the same files, and only the scripts are read the second time."""
+    kept: dict[str, bytes] = {}
+
+    def read_once(rel: str) -> bytes:
+        data = kept.get(rel)
+        if data is None:
+            data = read(rel)
+            if len(data) <= MAX_SCRIPT_BYTES and is_python_script(rel, data[:256]):
+                kept[rel] = data
+        return data
+
+    return read_once
 
 
 def check_folder(folder: Path, shown: str, paths: Iterable[str], owner: str) -> list[tuple[str, str, str, int, int]]:
@@ -142,12 +316,12 @@ def check_folder(folder: Path, shown: str, paths: Iterable[str], owner: str) -> 
     declaration (PEP 723 block, requirements.txt) cannot be used.
     """
     paths = list(paths)
-    read = folder_reader(folder)
+    read = _scripts_kept(folder_reader(folder))
     try:
-        decl = skill_declarations(owner, paths, read)
+        decl = skill_declarations(owner, paths, read, requirement_name)
     except EnvError as exc:
         return [("SK252", f"{exc}", shown, 0, 0)]
-    declared = [_name(d.requirement) for d in decl.python]
+    declared = [d.requirement for d in decl.python]  # names
     out = []
     reported: set[tuple[str, str]] = set()
     for use in undeclared_imports(paths, read, declared):

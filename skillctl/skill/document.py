@@ -183,8 +183,12 @@ def parse_skill_md(raw: bytes, shown: str) -> tuple[SkillDocument | None, list[D
         text = text[1:]
         diags.append(Diagnostic("SK204", "SKILL.md starts with a UTF-8 byte-order mark; save it without one", shown, 1, 1))
     had_crlf = "\r" in text
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    if not lines or lines[0].rstrip() != "---":
+    if had_crlf:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    # The text's lines, read one by one up to the closing fence: the body after it is taken whole
+    # (splitting a long body into lines only to join them again cost more than the YAML).
+    first_end = text.find("\n")
+    if (text if first_end < 0 else text[:first_end]).rstrip() != "---":
         diags.append(
             Diagnostic(
                 "SK003",
@@ -195,11 +199,21 @@ def parse_skill_md(raw: bytes, shown: str) -> tuple[SkillDocument | None, list[D
             )
         )
         return None, diags
-    close = next((i for i in range(1, len(lines)) if lines[i].rstrip() == "---"), None)
+    close = None  # the closing fence's line number (0-based), and where its line starts and ends
+    if first_end >= 0:
+        number, start = 1, first_end + 1
+        while True:
+            end = text.find("\n", start)
+            if (text[start:] if end < 0 else text[start:end]).rstrip() == "---":
+                close, close_start, close_end = number, start, end
+                break
+            if end < 0:
+                break
+            number, start = number + 1, end + 1
     if close is None:
         diags.append(Diagnostic("SK004", "front matter opened on line 1 is never closed: add a '---' line after it", shown, 1, 1))
         return None, diags
-    fm_text = "\n".join(lines[1:close])
+    fm_text = text[first_end + 1 : close_start - 1]
     if len(fm_text.encode("utf-8")) > MAX_FRONT_MATTER_BYTES:
         diags.append(Diagnostic("SK005", "front matter is larger than 64 KiB; keep metadata short and move text to the body", shown, 2, 1))
         return None, diags
@@ -246,8 +260,7 @@ def parse_skill_md(raw: bytes, shown: str) -> tuple[SkillDocument | None, list[D
         return None, diags
     finally:
         loader.dispose()
-    body_lines = lines[close + 1 :]
-    body = "\n".join(body_lines)
+    body = "" if close_end < 0 else text[close_end + 1 :]
     return (
         SkillDocument(
             metadata=metadata,

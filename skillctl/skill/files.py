@@ -49,10 +49,12 @@ def scan_folder(root: Path, shown_root: str, ignore: IgnoreRules) -> FolderScan:
     def shown(rel: str) -> str:
         return f"{shown_root}/{rel}" if shown_root else rel
 
+    base = str(root)  # joined as strings: a Path per file costs more than the system call
+
     while stack:
         rel_dir, depth = stack.pop()
         try:
-            with os.scandir(root / rel_dir if rel_dir else root) as it:
+            with os.scandir(os.path.join(base, rel_dir) if rel_dir else base) as it:
                 children = sorted(it, key=lambda e: e.name)
         except OSError as exc:
             diags.append(Diagnostic("SK234", f"cannot list folder: {exc.strerror or exc}", shown(rel_dir) or shown_root))
@@ -74,7 +76,7 @@ def scan_folder(root: Path, shown_root: str, ignore: IgnoreRules) -> FolderScan:
             if ignore.ignored(rel, is_dir):
                 continue
             if stat.S_ISLNK(st.st_mode):
-                target = os.readlink(root / rel) if hasattr(os, "readlink") else "?"
+                target = os.readlink(os.path.join(base, rel)) if hasattr(os, "readlink") else "?"
                 diags.append(
                     Diagnostic("SK231", f"symbolic link (-> {target}) is not followed and cannot be packed; replace it with the file itself", shown(rel))
                 )
@@ -109,7 +111,7 @@ def scan_folder(root: Path, shown_root: str, ignore: IgnoreRules) -> FolderScan:
             files.append(FileEntry(rel, st.st_size, st.st_mode))
             # Packing reads every file; say now which one it would fail on (access(), not open():
             # no need to open thousands of files to learn that).
-            if not os.access(root / rel, os.R_OK):
+            if not os.access(os.path.join(base, rel), os.R_OK):
                 diags.append(Diagnostic("SK234", "cannot read: permission denied; it cannot be packed — make it readable (chmod a+r)", shown(rel)))
     files.sort(key=lambda f: f.rel)
     dirs.sort()

@@ -22,8 +22,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skillctl.fsutil import read_at_most
 from skillctl.skill.diagnostics import Diagnostic
-from skillctl.skill.references import _SCHEME_RE, Reference, find_references, is_glob, normalise, split_token
+from skillctl.skill.references import _SCHEME_RE, Reference, file_name_pattern, find_references, is_glob, normalise, split_token
 
 SPEC_CHAIN_ADVICE = "Keep file references one level deep from SKILL.md. Avoid deeply nested reference chains."
 MARKDOWN = (".md", ".markdown", ".mdx")
@@ -45,10 +46,22 @@ _SLASH_COMMAND_RE = re.compile(r"^/[\w-]+(:[\w-]+)?$")
 # found by its extension, then read back to where the word starts (a regex that tried every
 # position as a start would be quadratic on long files)
 _MARKDOWN_EXT_RE = re.compile(r"\.(?:md|markdown|mdx)(?![\w/-])", re.IGNORECASE)
-_WORD_BEFORE_RE = re.compile(r"[^\s()<>\[\]`'\"|*,;=]+$")
+_WORD_RE = re.compile(r"[^\s()<>\[\]`'\"|*,;=]+")
 # script files whose mention in a referenced file may be a command (see scripts.SHEBANGS)
 _SCRIPT_EXTENSIONS = frozenset({"py", "sh", "bash", "zsh", "fish", "js", "mjs", "cjs", "ts", "rb", "pl", "php", "ps1", "r", "lua"})
-_SCRIPT_MENTION_RE = re.compile(r"\w\.(?:" + "|".join(sorted(_SCRIPT_EXTENSIONS)) + r")\b", re.IGNORECASE)
+_SCRIPT_MENTION_RE = file_name_pattern(_SCRIPT_EXTENSIONS)
+
+
+def _word_start(text: str, end: int) -> int | None:
+    """Where the word ending at ``end`` starts (at most 256 characters back), None without one:
+    the match of ``[word characters]+$`` searched in ``text[end - 256 : end]``, found by matching
+    the reversed window from its end instead of trying every start. Like ``$``, a word may also
+    end just before a line break that ends the window."""
+    low = max(0, end - 256)
+    if end > low and text[end - 1] == "\n":
+        end -= 1
+    word = _WORD_RE.match(text[low:end][::-1])
+    return None if word is None else end - word.end()
 
 
 @dataclass
@@ -232,10 +245,10 @@ class _Checker:
                         self.note_use(ref, target, self.shown_path(rel), ref.line + 1, ref.column + 1)
             further: list[tuple[str, int]] = []  # (target, offset in text)
             for m in _MARKDOWN_EXT_RE.finditer(text):
-                before = _WORD_BEFORE_RE.search(text, max(0, m.start() - 256), m.start())
-                if before is None:
+                start = _word_start(text, m.start())
+                if start is None:
                     continue
-                start, token = before.start(), text[before.start() : m.end()]
+                token = text[start : m.end()]
                 if token.startswith("//") or _SCHEME_RE.match(token):
                     continue
                 split = split_token(token, self.own_name, self.top)
@@ -280,8 +293,7 @@ class _Checker:
 
     def read(self, rel: str) -> str | None:
         try:
-            with open(os.path.join(self.folder, rel), "rb") as fh:
-                return fh.read(MAX_REFERENCED_MD_BYTES).decode("utf-8", errors="replace")
+            return read_at_most(os.path.join(self.folder, rel), MAX_REFERENCED_MD_BYTES).decode("utf-8", errors="replace")
         except OSError:
             return None
 

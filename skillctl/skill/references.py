@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Iterable
 from typing import NamedTuple
 from urllib.parse import unquote
 
@@ -32,7 +33,9 @@ _DEFINITION_RE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*(<[^>]*>|\S+)")
 _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*:")
 _LINK_TARGET_RE = re.compile(r"^[\w.~/{$<%][^\[\]]*$")
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)")
-_FENCE_LINE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})([^`\n]*)$", re.MULTILINE)
+# a fence line, from the line break before it: a literal first character lets the regex engine
+# jump from line break to line break instead of trying "^" at every position
+_FENCE_LINE_RE = re.compile(r"\n {0,3}(`{3,}|~{3,})([^`\n]*)$", re.MULTILINE)
 _CODE_SPAN_RE = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
 # a word holding a '/' (a regex that skips other words in C: most words are not paths), up to
 # whitespace, quotes, brackets or shell operators; placeholders like ${SKILL_DIR} or <skill-dir> included
@@ -43,8 +46,20 @@ _WORD_TRAILING = ".,;:!?'\""
 _LINE_SUFFIX_RE = re.compile(r":\d+(?::\d+)?$")  # scripts/x.py:42 names a line of the file
 _WINDOWS_PATH_RE = re.compile(r"^(\.\\)?[\w.-]+(\\[\w.-]+)+$")
 _FILE_WORD_RE = re.compile(r"^[\w-][\w.-]*\.[A-Za-z0-9]+$")
+
+
+def file_name_pattern(extensions: Iterable[str]) -> re.Pattern[str]:
+    """Where a word names a file with one of ``extensions`` (letters first: tool.py, run.sh).
+
+    It matches on the same lines as ``\\w\\.(py|sh|…)\\b`` but is written from the dot, with the
+    word character looked behind: a literal first character lets the regex engine jump from dot
+    to dot, many times faster on long text than trying a word character at every position.
+    """
+    return re.compile(r"\.(?=[a-z])(?<=\w\.)(?:" + "|".join(sorted(extensions)) + r")\b", re.IGNORECASE)
+
+
 # a word that may name a script at the skill's root (tool.py, run.sh): worth a closer look
-_SCRIPT_NAME_RE = re.compile(r"\w\.(py|sh|bash|zsh|fish|js|mjs|cjs|ts|rb|pl|php|ps1|r|lua)\b", re.IGNORECASE)
+_SCRIPT_NAME_RE = file_name_pattern(("py", "sh", "bash", "zsh", "fish", "js", "mjs", "cjs", "ts", "rb", "pl", "php", "ps1", "r", "lua"))
 # Code fences whose lines are commands (an unlabelled fence is read as commands too: the spec's
 # own example runs `scripts/extract.py` from one).
 SHELL_FENCES = frozenset({"", "sh", "bash", "shell", "zsh", "console", "terminal", "shell-session", "text", "powershell", "pwsh", "ps1", "ps", "cmd", "bat", "fish"})
@@ -78,12 +93,18 @@ class Reference(NamedTuple):  # a tuple: real skills hold hundreds, and tuples a
     before: str = ""  # the text of the line before the reference (for "e.g." and the like)
 
 
+_PLACEHOLDER_RE = re.compile(r"\{\{?\s*([\w .-]+?)\s*\}\}?|\$\{(\w+)\}|\$(\w+)|%(\w+)%|<([\w .-]+)>")
+_NOT_LOWER_RE = re.compile(r"[^a-z]")
+
+
 def _skill_placeholder(text: str) -> bool | None:
     """True: a placeholder for the skill's folder; False: some other placeholder; None: not one."""
-    m = re.fullmatch(r"\{\{?\s*([\w .-]+?)\s*\}\}?|\$\{(\w+)\}|\$(\w+)|%(\w+)%|<([\w .-]+)>", text)
+    if text[:1] not in ("{", "$", "%", "<"):
+        return None  # every form starts with one of these: most words end here
+    m = _PLACEHOLDER_RE.fullmatch(text)
     if m is None:
         return None
-    name = re.sub(r"[^a-z]", "", next(g for g in m.groups() if g).lower())
+    name = _NOT_LOWER_RE.sub("", next(g for g in m.groups() if g).lower())
     if name in ("basedir", "skilldir", "skillroot", "skillpath", "skillfolder", "skilldirectory", "claudeskilldir", "thisskill", "skill"):
         return True
     return "skill" in name and any(w in name for w in ("dir", "root", "path", "folder", "location", "base"))
@@ -95,7 +116,8 @@ def fences(text: str) -> list[tuple[int, int, str]]:
     out: list[tuple[int, int, str]] = []
     open_at: tuple[int, str, int, str] | None = None  # line, fence char, fence length, language
     line = pos = 0
-    for m in _FENCE_LINE_RE.finditer(text):
+    # searched in "\n" + text: a match starts at the offset, in text, of its line's first character
+    for m in _FENCE_LINE_RE.finditer("\n" + text):
         line += text.count("\n", pos, m.start())
         pos = m.start()
         fence, rest = m.group(1), m.group(2)
@@ -127,9 +149,8 @@ def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
 
 
 def _clean_token(token: str) -> str:
-    while token and token[-1] in _WORD_TRAILING:
-        token = token[:-1]
-    return _LINE_SUFFIX_RE.sub("", token)
+    token = token.rstrip(_WORD_TRAILING)
+    return _LINE_SUFFIX_RE.sub("", token) if ":" in token else token
 
 
 def split_token(token: str, own_name: str, folders: frozenset[str]) -> tuple[str, bool] | None:
@@ -187,6 +208,9 @@ def _next_state(expect: str, runner_words: tuple[str, ...], bare: str) -> tuple[
     return "", ()
 
 
+_ROLES = {"command": "command", "runner": "interpreted", "script": "interpreted"}
+
+
 def _role_at(code: str, pos: int) -> str:
     """How shell ``code`` uses the word starting at ``pos``: "command" (executed directly),
     "interpreted" (the script an interpreter is given) or "" (another argument)."""
@@ -203,7 +227,7 @@ def _role_at(code: str, pos: int) -> str:
         bare = word.strip("'\"")
         if bare:
             expect, runner_words = _next_state(expect, runner_words, bare)
-    return {"command": "command", "runner": "interpreted", "script": "interpreted"}.get(expect, "")
+    return _ROLES.get(expect, "")
 
 
 def find_references(
@@ -216,9 +240,7 @@ def find_references(
     given, skips the lines it does not match (a caller that wants some references, fast).
     """
     refs: list[Reference] = []
-    lines = text.split("\n")
-    langs = _languages(text, len(lines))
-    numbers: list[int] | range = range(len(lines))
+    numbers: list[int] | range
     if only is not None:  # the lines holding a match, found in one pass over the text
         numbers, line, pos = [], 0, 0
         for m in only.finditer(text):
@@ -226,6 +248,17 @@ def find_references(
             pos = m.start()
             if not numbers or numbers[-1] != line:
                 numbers.append(line)
+        if not numbers:
+            return refs  # most referenced files: nothing to split into lines or fences
+        # nothing after the last line holding a match is read: a fence further down cannot
+        # change what the lines above it are
+        end = text.find("\n", pos)
+        if end >= 0:
+            text = text[:end]
+    lines = text.split("\n")
+    langs = _languages(text, len(lines))
+    if only is None:
+        numbers = range(len(lines))
     for i in numbers:
         line = lines[i]
         lang = langs[i]
@@ -239,8 +272,12 @@ def find_references(
             body = _PROMPT_RE.sub(lambda m: " " * len(m.group()), line) if shell and line.lstrip()[:1] in ("$", ">", "P") else line
             refs += _code_references(body, 0, "", i, own_name, folders, shell, single_word_is_command=True)
             continue
-        if "/" not in line and "](" not in line and "]:" not in line and "`" not in line:
-            continue  # neither a path, a link nor code: most lines
+        if "/" not in line and "](" not in line and "]:" not in line and (
+            "`" not in line or ("\\" not in line and not _SCRIPT_NAME_RE.search(line))
+        ):
+            # neither a path, a link, nor code that could name a file (what inline code is read
+            # for: a '/', a '\\' or a script's name, all of which the line would show): most lines
+            continue
         spans = _spans(line) if "`" in line else []
         link_spans: list[tuple[int, int]] = []
         links = list(_LINK_RE.finditer(line)) + list(_DEFINITION_RE.finditer(line)) if "](" in line or "]:" in line else []
@@ -268,7 +305,7 @@ def find_references(
             if "/" in code or "\\" in code or _SCRIPT_NAME_RE.search(code):
                 refs += _code_references(code, a, line[:a], i, own_name, folders, shell=True, single_word_is_command=False)
         for m in _PATH_TOKEN_RE.finditer(line) if "/" in line else ():
-            if _inside(m.start(), spans) or any(a <= m.start() < b for a, b in link_spans):
+            if (spans and _inside(m.start(), spans)) or (link_spans and any(a <= m.start() < b for a, b in link_spans)):
                 continue
             token = _clean_token(m.group())
             split = split_token(token, own_name, folders)
@@ -293,13 +330,12 @@ def _code_references(
         candidates = sorted(candidates + list(_LOOSE_TOKEN_RE.finditer(code)), key=lambda m: m.start())
     if not candidates:
         return out
-    # an inline `scripts/x.py` alone is a mention, not a command: it runs only with arguments
-    # or an explicit ./ (in a fenced block, a line holding only the path runs it)
-    n_words = len(code.split())
     for m in candidates:
         word = m.group()
         role = _role_at(code, m.start()) if shell and not word.endswith("/") else ""  # a folder is not run
-        if role == "command" and n_words == 1 and not single_word_is_command and not word.startswith("./"):
+        # an inline `scripts/x.py` alone is a mention, not a command: it runs only with arguments
+        # or an explicit ./ (in a fenced block, a line holding only the path runs it)
+        if role == "command" and not single_word_is_command and not word.startswith("./") and len(code.split()) == 1:
             role = "command" if _RUN_WORDS_RE.search(prefix, max(0, len(prefix) - 48)) else ""
         if "/" not in word:
             if _WINDOWS_PATH_RE.match(word):
@@ -343,4 +379,4 @@ def normalise(raw: str) -> tuple[str, bool]:
 
 
 def is_glob(path: str) -> bool:
-    return any(c in path for c in "*?{")
+    return "*" in path or "?" in path or "{" in path

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from skillctl.errors import SkillError
+from skillctl.fsutil import read_at_most
 from skillctl.skill.diagnostics import Diagnostic
 from skillctl.skill.discovery import Excludes, SearchLimits, discover
 from skillctl.skill.document import MAX_SKILL_MD_BYTES, SkillDocument, parse_skill_md
@@ -24,7 +25,7 @@ from skillctl.skill.profiles import Profile, get_profile
 from skillctl.skill.refcheck import check_references
 from skillctl.skill.rules import check_front_matter
 from skillctl.skill.scripts import check_scripts
-from skillctl.tokens import estimate_tokens
+from skillctl.tokens import estimate_tokens, tokens_at_most
 
 SKILL_MD = "SKILL.md"
 MAX_BODY_LINES = 500
@@ -92,8 +93,7 @@ def _read_skill_md(folder: Path, shown: str) -> tuple[bytes | None, str, list[Di
     if not stat.S_ISREG(mode):
         return None, md_shown, [Diagnostic("SK011", "SKILL.md is not a regular file", md_shown)]
     try:
-        with open(md, "rb") as fh:
-            return fh.read(MAX_SKILL_MD_BYTES + 1), md_shown, []
+        return read_at_most(md, MAX_SKILL_MD_BYTES + 1), md_shown, []
     except OSError as exc:
         return None, md_shown, [Diagnostic("SK011", f"cannot read SKILL.md: {exc.strerror or exc}", md_shown)]
 
@@ -109,8 +109,8 @@ def _body_checks(doc: SkillDocument, md_shown: str) -> list[Diagnostic]:
         diags.append(
             Diagnostic("SK201", f"body is {n_lines} lines long; keep it under {MAX_BODY_LINES} and move detail into references/", md_shown, doc.body_start_line + MAX_BODY_LINES, 1)
         )
-    # a character never costs more than one token: a short body cannot be over the budget
-    tokens = estimate_tokens(body) if len(body) > MAX_BODY_TOKENS else 0
+    # most bodies are under the budget by the cheap upper bound alone
+    tokens = estimate_tokens(body) if tokens_at_most(body) > MAX_BODY_TOKENS else 0
     if tokens > MAX_BODY_TOKENS:
         diags.append(
             Diagnostic("SK202", f"body is about {tokens:,} tokens; keep it under {MAX_BODY_TOKENS:,} and move detail into references/", md_shown, doc.body_start_line, 1)
@@ -171,11 +171,12 @@ def check_skill(folder: Path, shown: str | None = None, profile: Profile | str =
         folder_name = Path(os.path.abspath(folder)).name
         diags += check_front_matter(doc, folder_name, md_shown, profile)
         diags += _body_checks(doc, md_shown)
-        diags += _environment_findings(folder, shown, scan.paths, folder_name)
+        paths = scan.paths
+        diags += _environment_findings(folder, shown, paths, folder_name)
         raw_name = doc.metadata.get("name")
         name = raw_name if isinstance(raw_name, str) else None
         if doc.body.strip():
-            refs = check_references(folder, shown, doc.body, doc.body_start_line, scan.paths, frozenset(scan.dirs), name or folder_name)
+            refs = check_references(folder, shown, doc.body, doc.body_start_line, paths, frozenset(scan.dirs), name or folder_name)
             diags += refs.diagnostics
             diags += check_scripts(folder, shown, scan.files, refs.executed, refs.interpreted)
         if not any(d.severity == "error" for d in diags):

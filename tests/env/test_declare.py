@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
 
+from skillctl.env import declare
 from skillctl.env.declare import (
     PROJECT,
     Declarations,
@@ -14,7 +20,7 @@ from skillctl.env.declare import (
     read_script_metadata,
     skill_declarations,
 )
-from skillctl.env.imports import folder_reader
+from skillctl.env.imports import _canonical, folder_reader
 from skillctl.errors import EnvError, LockError
 from skillctl.registry.lockfile import load_requirements
 
@@ -128,3 +134,55 @@ def test_a_skills_yaml_without_environment_keeps_its_old_requirements_shape(tmp_
     path = tmp_path / "skills.yaml"
     path.write_text("skills:\n  tally: ^1\n")
     assert "environment" not in load_requirements(path).to_dict()
+
+
+# The validator learns the names of plainly written requirements without packaging: whatever the
+# plain forms match, packaging must accept, with the same name — checked here against packaging.
+
+_names = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,8}[A-Za-z0-9])?", fullmatch=True)
+_blank = st.sampled_from(["", " ", "\t", "  "])
+_bounds = st.lists(
+    st.tuples(st.sampled_from(["==", "!=", "<=", ">=", "<", ">", "~=", "===", "=", "=>"]), _blank,
+              st.from_regex(r"[0-9]{1,3}(\.[0-9]{1,3}){0,3}(\.\*|a1|\.post1|-dev)?", fullmatch=True)),
+    max_size=3,
+)
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(_blank, _names, st.lists(_names, max_size=3), _blank, _bounds, _blank)
+def test_a_plain_requirement_is_one_packaging_accepts_with_the_same_name(lead, name, extras, gap, bounds, trail):
+    text = lead + name + (f"[{','.join(extras)}]" if extras else "") + gap + ", ".join(op + b + v for op, b, v in bounds) + trail
+    plain = declare._PLAIN_REQUIREMENT_RE.fullmatch(text)
+    try:
+        expected: str | Exception = declare.parse_requirement(text, "here").name
+    except EnvError as exc:
+        expected = exc
+    if plain is not None:
+        assert expected == plain.group(1), text
+    if isinstance(expected, Exception):
+        with pytest.raises(EnvError) as refused:
+            declare.requirement_name(text, "here")
+        assert str(refused.value) == str(expected)
+    else:
+        assert declare.requirement_name(text, "here") == expected == Requirement(text).name
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(_blank, _bounds, _blank)
+def test_plain_python_bounds_are_ones_packaging_accepts(lead, bounds, trail):
+    text = lead + ",".join(op + b + v for op, b, v in bounds) + trail
+    if declare._PLAIN_PYTHON_RE.fullmatch(text):
+        SpecifierSet(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["markitdown[pdf]>=0.1.0", "numpy>=1.26,<2", "PyYAML", "a-b.c_d ~= 1.4", "x[a, b] == 1.0 , != 1.0.3", "Django<5"]
+)
+def test_how_skills_write_requirements_is_plain(text):
+    assert declare._PLAIN_REQUIREMENT_RE.fullmatch(text)
+    assert declare.requirement_name(text, "here") == Requirement(text).name
+
+
+@pytest.mark.parametrize("name", ["Django", "oslo.concurrency", "A__b--c..D", "python-docx", "ruamel.yaml", "x"])
+def test_names_are_normalised_as_packaging_does(name):
+    assert _canonical(name) == canonicalize_name(name)

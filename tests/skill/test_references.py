@@ -117,3 +117,41 @@ def test_line_numbers_and_sentence_ends_are_not_part_of_the_path() -> None:
 def test_locations_are_zero_based_line_and_column() -> None:
     [r] = find_references("intro\n\nSee [g]({baseDir}/references/g.md).\n", "demo", FOLDERS)
     assert (r.line, r.column, r.raw, r.placeholder) == (2, 18, "references/g.md", True)
+
+
+# The fast forms of two searches must find what their plain forms find: the validator's output
+# may not change with how it searches.
+
+LINES = [
+    "run tool.py", "run tool.PY now", "a.py.sh", ".py alone", "x.pyc is not", "x.py3", "run.sh.", "é.sh", "ſ.sh",
+    "x.r", "x.rb", "x.R.", "x._py", "x..py", "a-b.ps1 c", "__init__.py", "x.lua\n", "", "....", "x.\npy", "see e.g. this",
+]
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_the_file_name_pattern_matches_the_lines_its_plain_form_matches(line) -> None:
+    import re
+
+    from skillctl.skill.references import file_name_pattern
+
+    extensions = ("py", "sh", "r", "rb", "ps1", "lua")
+    plain = re.compile(r"\w\.(?:" + "|".join(extensions) + r")\b", re.IGNORECASE)
+    fast = file_name_pattern(extensions)
+    assert bool(fast.search(line)) == bool(plain.search(line))
+    lines_of = lambda pattern: {line[: m.start()].count("\n") for m in pattern.finditer(line)}  # noqa: E731
+    assert lines_of(fast) == lines_of(plain)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["see references/a.md", "(x/y.md", "a b\n.md", "a b\n\n.md", "\n.md", ".md", "x" * 300 + ".md", "`a`b.md", "é/ü.md", "a\r.md"],
+)
+def test_the_word_before_a_markdown_extension_is_found_as_the_plain_regex_finds_it(text) -> None:
+    import re
+
+    from skillctl.skill.refcheck import _word_start
+
+    plain = re.compile(r"[^\s()<>\[\]`'\"|*,;=]+$")
+    for end in range(len(text) + 1):
+        m = plain.search(text, max(0, end - 256), end)
+        assert _word_start(text, end) == (None if m is None else m.start()), end
