@@ -53,6 +53,15 @@ def is_transient(exc: BaseException) -> bool:
     return False
 
 
+def daemon_failures() -> tuple[type[BaseException], ...]:
+    """What a failed daemon call raises: the daemon's error answer, or no answer in time (a
+    read timeout or a dropped connection, which the Docker SDK lets through from ``requests``)."""
+    import docker.errors
+    import requests.exceptions
+
+    return (docker.errors.APIError, requests.exceptions.RequestException)
+
+
 def retry(fn: Callable[[], T], *, attempts: int = 3, backoff_s: float = 0.2) -> T:
     """Call ``fn`` (which must be safe to repeat) until it succeeds or fails for good.
 

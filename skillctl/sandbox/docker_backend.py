@@ -36,7 +36,7 @@ from typing import Any, Iterator, Sequence
 from skillctl.errors import SandboxError, SandboxTimeout
 from skillctl.protocols import ExecResult
 from skillctl.sandbox import cleanup
-from skillctl.sandbox.client import daemon_error, docker_client, retry
+from skillctl.sandbox.client import daemon_error, daemon_failures, docker_client, retry
 from skillctl.sandbox.heap import keep_big_blocks_mapped
 from skillctl.sandbox.output import CappedCapture, capture_share
 from skillctl.sandbox.reaper import Owner, reap
@@ -163,7 +163,7 @@ class DockerSandbox:
             raise SandboxError(
                 f"image {s.image} is not built: run `skillctl image build` (offline) first"
             ) from None
-        except docker.errors.APIError as exc:
+        except daemon_failures() as exc:
             raise daemon_error(f"looking up image {s.image}", exc) from exc
         labels = dict(s.labels)
         labels.update(
@@ -207,7 +207,7 @@ class DockerSandbox:
                 tty=False,
             )
             self._container.start()
-        except docker.errors.APIError as exc:
+        except daemon_failures() as exc:
             self.stop()
             raise daemon_error(f"starting sandbox container {self.name}", exc) from exc
         except BaseException:
@@ -227,7 +227,7 @@ class DockerSandbox:
             retry(lambda: self._client.api.remove_container(target, force=True, v=True))
         except docker.errors.NotFound:
             pass
-        except docker.errors.APIError as exc:
+        except daemon_failures() as exc:
             if "already in progress" not in str(exc):
                 raise daemon_error(f"removing sandbox container {target}", exc) from exc
 
@@ -255,8 +255,6 @@ class DockerSandbox:
         self, command: str, *, timeout_s: float, cwd: str | None, env: dict[str, str] | None, user: str | None,
         capture: int,
     ) -> ExecResult:
-        import docker.errors
-
         cid = self._require_started()
         if not timeout_s > 0:
             raise SandboxError(f"timeout must be a positive number of seconds, got {timeout_s}")
@@ -273,7 +271,7 @@ class DockerSandbox:
                     user=user or s.user, workdir=cwd or s.workdir, environment=environment,
                 )
             )["Id"]
-        except docker.errors.APIError as exc:
+        except daemon_failures() as exc:
             raise self._exec_error(exc) from exc
 
         out, err = CappedCapture(capture), CappedCapture(capture)
@@ -281,7 +279,7 @@ class DockerSandbox:
         try:
             # Not retried: once started, the command may have run.
             stream = api.exec_start(exec_id, stream=True, demux=True)
-        except docker.errors.APIError as exc:
+        except daemon_failures() as exc:
             raise self._exec_error(exc) from exc
         failure: list[BaseException] = []
 
@@ -370,14 +368,12 @@ class DockerSandbox:
         """Raise if the container is gone or going. A command killed by SIGKILL/SIGTERM may
         have died with its container; the daemon records that a moment later, hence the
         short wait (paid only after such exits)."""
-        import docker.errors
-
         cid = self._require_started()
         give_up = time.monotonic() + settle_s
         while True:
             try:
                 state = retry(lambda: self.client.api.inspect_container(cid))["State"]
-            except docker.errors.APIError as exc:
+            except daemon_failures() as exc:
                 raise self._exec_error(exc) from exc
             if not state.get("Running") or state.get("Status") in ("removing", "exited", "dead"):
                 raise self._exec_error(RuntimeError("container is not running"))
@@ -386,8 +382,6 @@ class DockerSandbox:
             time.sleep(0.05)
 
     def _exit_code(self, exec_id: str, deadline: float) -> int:
-        import docker.errors
-
         api = self.client.api
         # The stream can end a moment before the daemon records the exit code; a stopped
         # container's exec never gets one.
@@ -395,7 +389,7 @@ class DockerSandbox:
         while True:
             try:
                 info = retry(lambda: api.exec_inspect(exec_id))
-            except docker.errors.APIError as exc:
+            except daemon_failures() as exc:
                 raise self._exec_error(exc) from exc
             if not info.get("Running"):
                 if info.get("ExitCode") is not None:
@@ -518,7 +512,7 @@ class DockerSandbox:
                 if attempt == 2 or "No such container" in str(exc):
                     raise self._exec_error(exc) from exc
                 self._mkdir(dest_dir, user)
-            except docker.errors.APIError as exc:
+            except daemon_failures() as exc:
                 if "read-only" in str(exc):
                     *first, last = ["/skills", self.settings.workdir, "/tmp", *self.settings.extra_dirs]
                     raise SandboxError(
@@ -545,7 +539,6 @@ class DockerSandbox:
         closed when the block ends, however it ends: the daemon holds the container while it
         streams an archive, and a stream left open made removing the container hang for minutes."""
         import docker.errors
-        import requests.exceptions
 
         cid = self._require_started()
         limit = self.settings.max_archive_bytes if max_bytes is None else max_bytes
@@ -564,9 +557,7 @@ class DockerSandbox:
             if "No such container" in str(exc):
                 raise self._exec_error(exc) from exc
             raise SandboxError(f"no such file or folder in the sandbox: {path}") from exc
-        except docker.errors.APIError as exc:
-            raise daemon_error(f"copying {path} out of the sandbox", exc) from exc
-        except requests.exceptions.RequestException as exc:  # the daemon did not answer
+        except daemon_failures() as exc:
             raise daemon_error(f"copying {path} out of the sandbox", exc) from exc
         try:
             yield self._archive_chunks(response, path, limit)

@@ -4,6 +4,7 @@ promises. The behaviour every backend shares is in ``test_conformance.py``."""
 from __future__ import annotations
 
 import resource
+import socket
 import time
 
 import pytest
@@ -322,3 +323,32 @@ def test_container_removed_under_a_running_command_is_a_sandbox_error(agent_imag
         killer.join()
     finally:
         sb.stop()
+
+
+def test_a_daemon_that_does_not_answer_in_time_is_a_one_line_sandbox_error(agent_image, tmp_path):
+    # The SDK lets requests' timeouts through as they are; they escaped `exec` as a raw
+    # ReadTimeout traceback instead of saying what failed. A socket that accepts and never
+    # answers stands for a daemon too busy to answer.
+    import docker
+
+    from skillctl.sandbox.client import docker_client as connect
+
+    path = tmp_path / "silent.sock"
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.bind(str(path))
+    silent.listen(16)
+    mute = docker.DockerClient(base_url=f"unix://{path}", timeout=1, version="1.41")  # no version query
+    client = connect()
+    try:
+        with DockerSandbox(image=agent_image, client=client) as sb:
+            assert sb.exec("echo up").stdout == "up\n"
+            sb._client = mute
+            try:
+                with pytest.raises(SandboxError, match=r"^running a command in \S+ failed: .*[Tt]imed out"):
+                    sb.exec("echo never")
+            finally:
+                sb._client = client
+    finally:
+        mute.close()
+        client.close()
+        silent.close()
