@@ -70,3 +70,17 @@ def agent_image(docker_client) -> str:
             print(f"[agent image] {line}", file=sys.__stderr__, flush=True)
 
     return ensure_image(progress=progress, client=docker_client)
+
+
+def containers_of_this_process(docker_client) -> set[str]:
+    """Ids of the skillctl containers this test process owns (by the owner label), for checking
+    that a run removed what it started."""
+    from skillctl.sandbox.reaper import Owner
+    from skillctl.sandbox.settings import LABEL_MANAGED, LABEL_OWNER
+
+    found = set()
+    for c in docker_client.api.containers(all=True, filters={"label": [f"{LABEL_MANAGED}=1"]}):
+        owner = Owner.parse((c.get("Labels") or {}).get(LABEL_OWNER, ""))
+        if owner is not None and owner.pid == os.getpid():
+            found.add(c["Id"])
+    return found

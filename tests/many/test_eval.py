@@ -6,7 +6,6 @@ headless browser; and every rejection as one line with nothing left behind."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import struct
 import subprocess
@@ -18,10 +17,9 @@ from click.testing import CliRunner
 from skillctl.cli import cli
 from skillctl.registry.local import LocalRegistry
 from skillctl.registry.prepare import prepare_folder
-from skillctl.sandbox.reaper import Owner
-from skillctl.sandbox.settings import LABEL_MANAGED, LABEL_OWNER
 
 from model_server import ModelServer
+from sandbox_fixtures import containers_of_this_process
 from tools import require_tool
 
 from .conftest import COUNT_WITH_SKILL, TALLY, tally_with_evals, verdict, write_yaml
@@ -46,19 +44,10 @@ def load(path: Path):
     return json.loads(path.read_text("utf-8"))
 
 
-def own_containers(docker_client) -> set[str]:
-    found = set()
-    for c in docker_client.api.containers(all=True, filters={"label": [f"{LABEL_MANAGED}=1"]}):
-        owner = Owner.parse((c.get("Labels") or {}).get(LABEL_OWNER, ""))
-        if owner is not None and owner.pid == os.getpid():
-            found.add(c["Id"])
-    return found
-
-
 @pytest.mark.requires_docker
 def test_eval_writes_the_documented_workspace_from_runs_in_containers(tmp_path, agent_image, docker_client):
     skill = tally_with_evals(tmp_path)
-    before = own_containers(docker_client)
+    before = containers_of_this_process(docker_client)
     result = invoke(str(skill), "--model", f"script:{agent(tmp_path)}", "--judge", f"script:{judge(tmp_path)}", "-j", "2",
                     "--image", agent_image)
     assert result.exit_code == 0, result.output
@@ -97,7 +86,7 @@ def test_eval_writes_the_documented_workspace_from_runs_in_containers(tmp_path, 
     assert "eval-1 with_skill: answered in" in result.stderr and "2/2 expectations passed" in result.stderr
     page = (it / "report.html").read_text()
     assert page.count("<svg") == 2 and 'href="eval-1/with_skill/transcript.jsonl"' in page
-    assert own_containers(docker_client) <= before
+    assert containers_of_this_process(docker_client) <= before
 
 
 def test_runs_per_case_and_a_published_version_as_the_baseline(tmp_path):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import re
 import threading
 from pathlib import Path
@@ -20,8 +19,8 @@ from skillctl.models.script import ScriptModel
 from skillctl.protocols import ModelReply
 from skillctl.runtime import RunResult, Runner, RunSpec, run
 from skillctl.runtime.stops import OUTCOME_EXIT_CODES
-from skillctl.sandbox.reaper import Owner
-from skillctl.sandbox.settings import LABEL_MANAGED, LABEL_OWNER
+
+from sandbox_fixtures import containers_of_this_process
 
 from .helpers import write_script
 
@@ -42,15 +41,6 @@ def readme_snippet(heading: str = "## Library API") -> str:
     text = (REPO / "README.md").read_text("utf-8")
     section = text[text.index(heading):]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
-
-
-def containers_of_this_process(docker_client) -> set[str]:
-    found = set()
-    for c in docker_client.api.containers(all=True, filters={"label": [f"{LABEL_MANAGED}=1"]}):
-        owner = Owner.parse((c.get("Labels") or {}).get(LABEL_OWNER, ""))
-        if owner is not None and owner.pid == os.getpid():
-            found.add(c["Id"])
-    return found
 
 
 def local_spec(tmp_path: Path, steps: list, **kw) -> RunSpec:
