@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import requests
 
+# Answers worth another try (the server says it is busy or a gateway failed), and redirects, which
+# both clients follow by hand so that each hop is checked.
+RETRY_STATUS = frozenset({429, 502, 503, 504})
+REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
+
 
 def is_unsent(exc: BaseException) -> bool:
     """True when the connection was never made, so no byte of the request reached the server."""

@@ -46,6 +46,7 @@ import requests
 
 from skillctl import __version__
 from skillctl.errors import IntegrityError, RegistryError
+from skillctl.registry.netfail import REDIRECT_STATUS, RETRY_STATUS
 from skillctl.registry.netfail import is_unsent as _is_unsent
 from skillctl.registry.netfail import reason as _reason
 from skillctl.registry.oci.artifact import parse_json
@@ -60,8 +61,6 @@ MAX_LIST_BYTES = 4 * 1024 * 1024  # one page
 MAX_ERROR_BYTES = 64 * 1024
 MAX_REDIRECTS = 5
 PAGE_SIZE = 1000
-_RETRY_STATUS = frozenset({429, 502, 503, 504})
-_REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
 
 
 @dataclass(frozen=True)
@@ -202,7 +201,7 @@ class DistributionClient:
                 # what requests refuses before sending (an unusable URL or header): one line too
                 raise RegistryError(f"registry {self.host}: cannot send {what} to {_short(url)} ({type(exc).__name__})") from None
             resp.skillctl_deadline = deadline  # type: ignore[attr-defined]  # read_body reports against it
-            if resp.status_code in _RETRY_STATUS and idempotent and attempt < self.attempts and time.monotonic() + delay < deadline:
+            if resp.status_code in RETRY_STATUS and idempotent and attempt < self.attempts and time.monotonic() + delay < deadline:
                 resp.close()
                 _pause(delay, deadline)
                 delay *= 2
@@ -232,7 +231,7 @@ class DistributionClient:
             if auth is not None and _origin(url) == auth[0]:
                 hop["Authorization"] = auth[1]
             resp = self._send(method, url, headers=hop, data=data, idempotent=idempotent, deadline=deadline, what=what, server=server)
-            if resp.status_code not in _REDIRECT_STATUS:
+            if resp.status_code not in REDIRECT_STATUS:
                 return resp
             resp.close()
             location = resp.headers.get("Location")

@@ -44,11 +44,9 @@ import urllib3
 
 from skillctl import __version__
 from skillctl.errors import RegistryError
-from skillctl.registry.netfail import is_unsent, reason
+from skillctl.registry.netfail import REDIRECT_STATUS, RETRY_STATUS, is_unsent, reason
 
 CHUNK = 64 * 1024
-_RETRY_STATUS = frozenset({429, 502, 503, 504})
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 @dataclass(frozen=True)
@@ -226,7 +224,7 @@ class HttpClient:
             keyed = keyed or sent_key
             resp = self._send(current, headers, what, deadline, cancel, sent_key)
             shared["response"] = resp
-            if resp.status_code in _REDIRECTS:
+            if resp.status_code in REDIRECT_STATUS:
                 location = resp.headers.get("Location")
                 resp.close()
                 if not location:
@@ -303,7 +301,7 @@ class HttpClient:
                 raise RegistryError(
                     f"{what}: cannot reach {url} ({reason(exc)} after {attempt} attempt(s)); check the URL and that the site is up"
                 ) from None
-            if resp.status_code in _RETRY_STATUS and attempt < self.attempts and deadline - time.monotonic() > delay:
+            if resp.status_code in RETRY_STATUS and attempt < self.attempts and deadline - time.monotonic() > delay:
                 resp.close()
                 time.sleep(delay)
                 delay *= 2
