@@ -129,12 +129,6 @@ class EgressAddon:
     def _record(self, flow: http.HTTPFlow, *, error: str | None = None) -> None:
         state = self._state(flow)
         req = flow.request
-        try:
-            self._emit_record(flow, state, req, error)
-        finally:
-            self.open_flows.discard(flow.id)  # after the record is queued: a sync then follows it
-
-    def _emit_record(self, flow: http.HTTPFlow, state: FlowState, req: Any, error: str | None) -> None:
         self.emit(
             egress_record(
                 method=req.method,
@@ -153,6 +147,7 @@ class EgressAddon:
                 error=error,
             )
         )
+        self.open_flows.discard(flow.id)  # after the record is queued: a sync then follows it
 
     def _request_rewriter(self, host: str) -> tuple[Rewriter, set[bytes]]:
         """Placeholders of this host's secrets → real values; other placeholders map to

@@ -12,29 +12,22 @@ and returned on ``free``: about 140 MiB on the same run.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import threading
+import functools
 
 # From glibc's <malloc.h>.
 _M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD_BYTES = 1024 * 1024
 
-_lock = threading.Lock()
-_done = False
 
-
+@functools.cache
 def keep_big_blocks_mapped() -> bool:
-    """Fix glibc's mmap threshold for this process (once); False where there is no glibc."""
-    global _done
-    with _lock:
-        if _done:
-            return True
-        try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            mallopt = libc.mallopt
-        except (OSError, AttributeError):  # musl, macOS: no mallopt, nothing to fix
-            return False
-        mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-        mallopt.restype = ctypes.c_int
-        _done = mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1
-        return _done
+    """Fix glibc's mmap threshold for this process (tried once); False where there is no glibc."""
+    try:
+        # The process's own symbols: glibc's mallopt where the interpreter runs on glibc (no
+        # library search, which would start ldconfig).
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # musl, macOS: no mallopt, nothing to fix
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    return mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1
