@@ -1,10 +1,11 @@
 """File-system helpers: durability for the bundle writer, the extractor and the registry; capped
-reads for the validator."""
+reads for the validator; files only their owner may read."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import IO, Any
 
 
 def fsync_dir(path: Path) -> None:
@@ -20,6 +21,22 @@ def fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def open_private(path: Path, mode: str = "w") -> IO[Any]:
+    """``open(path, mode)`` for a file that may hold request data or secrets' surroundings
+    (transcripts, egress logs): created 0600 — never readable by others for a moment — and
+    narrowed to 0600 if it already existed (``O_CREAT`` keeps an existing file's mode). Its
+    folder, when created here, is 0700. ``mode`` is ``w``/``a``, text or binary."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | (os.O_APPEND if "a" in mode else os.O_TRUNC)
+    fd = os.open(path, flags, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        return open(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_at_most(path: str | os.PathLike[str], limit: int) -> bytes:

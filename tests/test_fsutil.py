@@ -1,4 +1,5 @@
-"""``read_at_most``: the validator's capped read returns what ``read(limit)`` returns."""
+"""``read_at_most``: the validator's capped read returns what ``read(limit)`` returns;
+``open_private``: files that may hold request data are their owner's alone."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skillctl.fsutil import read_at_most
+from skillctl.fsutil import open_private, read_at_most
 
 
 @pytest.mark.parametrize("size", [0, 1, 9, 10, 11, 4096, 70_000])
@@ -28,3 +29,23 @@ def test_a_file_longer_than_its_size_says_is_read_on_to_the_limit():
     assert data.startswith(b"Name:") and len(data) > 100
     head = read_at_most(status, 7)
     assert len(head) == 7 and head.startswith(b"Name:")
+
+
+def test_a_private_file_is_created_0600_in_a_0700_folder_and_an_existing_one_is_narrowed(tmp_path):
+    old = os.umask(0)  # the widest umask: the mode must not come from it
+    try:
+        path = tmp_path / "new" / "log.jsonl"
+        with open_private(path) as fh:
+            fh.write("one\n")
+        assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
+        shared = tmp_path / "shared.jsonl"
+        shared.write_text("kept\n")
+        shared.chmod(0o644)
+        with open_private(shared, "a") as fh:
+            fh.write("two\n")
+        assert shared.stat().st_mode & 0o777 == 0o600 and shared.read_text() == "kept\ntwo\n"
+        with open_private(shared, "wb") as fh:
+            fh.write(b"new")
+        assert shared.read_bytes() == b"new"
+    finally:
+        os.umask(old)

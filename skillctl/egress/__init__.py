@@ -4,6 +4,7 @@
     session    one run's internal Docker network, firewall, proxy process, CA and placeholders
     rules      host patterns, forbidden addresses, placeholder rewriting (shared with the proxy)
     addon      the mitmproxy addon that enforces the policy (proxy process only)
+    trailers   HTTP/1 trailers for mitmproxy, which cuts such bodies short (proxy process only)
     proxy_main the proxy process's entry point; ``launch`` finds an interpreter with mitmproxy
 
 The agent's container sits on an internal network whose only reachable address is the proxy.

@@ -3,8 +3,10 @@
 The process is ``skillctl.egress.proxy_main`` under an interpreter with mitmproxy (``launch``).
 Its configuration — real secret values included — goes in on stdin; its records come out on
 stdout and are handed to ``on_record`` from a reader thread (which must keep reading: a full
-pipe would stall the proxy); the last lines of its stderr are kept for error messages. Closing
-its stdin stops it, and so does the death of this process, whatever killed it.
+pipe would stall the proxy); the last lines of its stderr are kept for error messages. Both are
+scrubbed of the real secret values as they are read — a second line behind the proxy's own
+scrubbing, so no future field or library message can carry a value into a record or an error.
+Closing its stdin stops it, and so does the death of this process, whatever killed it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, Callable, Mapping
 
 from skillctl.egress.launch import egress_python, proxy_command, proxy_environment
 from skillctl.egress.policy import NetworkPolicy
+from skillctl.egress.rules import Replacements, Rewriter
 from skillctl.errors import EgressError
 
 
@@ -70,6 +73,7 @@ class ProxyProcess:
         self._sync_seen = 0
         self._sync_next = 0
         self._stopping = False
+        self._scrub = Replacements.scrubbing({s["value"].encode(): s["placeholder"].encode() for s in config.get("secrets", [])})
 
     @property
     def pid(self) -> int | None:
@@ -110,6 +114,8 @@ class ProxyProcess:
         deadline = time.monotonic() + timeout_s
         while not self._ready.wait(0.1):
             if self._proc is None or self._proc.poll() is not None:
+                for thread in self._threads:  # what it printed before it exited, read to the end
+                    thread.join(timeout=5)
                 raise EgressError(f"the egress proxy exited before it was ready: {self._tail() or 'no output'}")
             if time.monotonic() > deadline:
                 raise EgressError(f"the egress proxy was not ready after {timeout_s:.0f} s; the machine may be overloaded")
@@ -148,7 +154,7 @@ class ProxyProcess:
     def _read_stderr(self) -> None:
         assert self._proc is not None and self._proc.stderr is not None
         for raw in self._proc.stderr:
-            line = raw.decode("utf-8", "replace").rstrip()
+            line = Rewriter(self._scrub).replace(raw).decode("utf-8", "replace").rstrip()
             if line:
                 self._stderr.append(line)
 
@@ -156,7 +162,7 @@ class ProxyProcess:
         assert self._proc is not None and self._proc.stdout is not None
         for raw in self._proc.stdout:
             try:
-                record = json.loads(raw)
+                record = json.loads(Rewriter(self._scrub).replace(raw))
             except ValueError:
                 continue
             kind = record.get("type")

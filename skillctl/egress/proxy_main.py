@@ -14,7 +14,7 @@ Protocol (one JSON object per line):
 
 Runs under an interpreter that has mitmproxy (see ``skillctl.egress.launch``), which may lack
 skillctl's own dependencies: this module imports only the standard library, mitmproxy, and
-``skillctl.egress.rules``/``addon``.
+``skillctl.egress.rules``/``addon``/``trailers``.
 """
 
 from __future__ import annotations
@@ -108,6 +108,9 @@ async def serve(config: dict[str, Any]) -> None:
     from mitmproxy import master, options
     from mitmproxy.addons import core, disable_h2c, errorcheck, next_layer, proxyserver, tlsconfig
 
+    from skillctl.egress import trailers
+
+    trailers.install()  # HTTP/1 trailers pass (scrubbed) instead of cutting the body short
     opts = options.Options(listen_host=config["listen_host"], listen_port=int(config["listen_port"]), confdir=config["confdir"])
     proxy = master.Master(opts)
     # Only the addons a policy proxy needs: every event goes to every addon, and mitmdump's

@@ -39,6 +39,7 @@ from skillctl.egress.policy import NetworkPolicy, read_secret_values
 from skillctl.egress.rules import make_placeholder, parse_resolve
 from skillctl.egress.summary import EgressSummary
 from skillctl.errors import ConfigError, SandboxError
+from skillctl.fsutil import open_private
 from skillctl.protocols import Sandbox
 from skillctl.sandbox import cleanup
 from skillctl.sandbox.client import docker_client
@@ -142,8 +143,7 @@ class EgressSession:
         try:
             if self.log_path is not None:
                 try:
-                    self.log_path.parent.mkdir(parents=True, exist_ok=True)
-                    self._log = open(self.log_path, "w", encoding="utf-8")
+                    self._log = open_private(self.log_path)  # its records name hosts, paths and secrets
                 except OSError as exc:
                     raise ConfigError(f"--egress-log {self.log_path}: cannot write it ({exc.strerror or exc})") from None
             workdir = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}egress-"))

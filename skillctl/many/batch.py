@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from skillctl.errors import ConfigError, SkillctlError
+from skillctl.fsutil import open_private
 from skillctl.models._schema import schema_problems
 
 from .engines import Engine
@@ -156,9 +157,8 @@ class ResultsFile:
         return self.transcripts / f"{job_id}.jsonl"
 
     def append(self, record: Mapping[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps(record, ensure_ascii=False) + "\n"
-        with open(self.path, "a", encoding="utf-8") as fh:
+        with open_private(self.path, "a") as fh:  # answers can quote what the run fetched
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
@@ -167,10 +167,7 @@ class ResultsFile:
 def save_transcript(path: Path, data: bytes) -> None:
     """A run's transcript, readable by its owner only, as the run itself writes it: it holds
     everything the agent saw, inputs and skill files included."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
-    with open(fd, "wb") as fh:
+    with open_private(path, "wb") as fh:
         fh.write(data)
 
 

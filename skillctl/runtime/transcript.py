@@ -17,12 +17,12 @@ keeps is bounded per shell call and per run (``output_budget``).
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from pathlib import Path
 from typing import IO, Any, Sequence
 
+from skillctl.fsutil import open_private
 from skillctl.messages import Message
 
 
@@ -31,10 +31,7 @@ class Transcript:
         self.path = path
         self._fh: IO[str] | None = None
         if path is not None:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-            os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT: narrow it too
-            self._fh = open(fd, "w", encoding="utf-8")
+            self._fh = open_private(path)
         self._ids: dict[int, int] = {}
         self._count = 0
         self._lock = threading.Lock()

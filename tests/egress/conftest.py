@@ -8,6 +8,7 @@ here; every allowed name below is mapped, so nothing is ever looked up or dialle
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import socket
 from pathlib import Path
@@ -71,8 +72,9 @@ def free_port() -> int:
 class DirectProxy:
     """The real proxy process listening on 127.0.0.1, with its records collected."""
 
-    def __init__(self, proc: ProxyProcess, placeholder: str, url: str, ca: str) -> None:
-        self.proc, self.placeholder, self.url, self.ca = proc, placeholder, url, ca
+    def __init__(self, proc: ProxyProcess, placeholders: dict[str, str], url: str, ca: str) -> None:
+        self.proc, self.placeholders, self.url, self.ca = proc, placeholders, url, ca
+        self.placeholder = next(iter(placeholders.values()), "")  # the first secret's
         self.records: list[dict[str, Any]] = []
 
     @property
@@ -84,23 +86,29 @@ class DirectProxy:
         return self.records
 
 
-@pytest.fixture(scope="module")
-def direct_proxy(tmp_path_factory, policy, resolve_specs, test_ca) -> Iterator[DirectProxy]:
+@contextlib.contextmanager
+def start_direct_proxy(work: Path, policy, values: dict[str, str], resolve_specs: list[str], ca: Path) -> Iterator[DirectProxy]:
+    """The real proxy process on 127.0.0.1 for ``policy``, its secrets' real ``values`` given."""
     from skillctl.egress.rules import parse_resolve
 
-    work = tmp_path_factory.mktemp("direct-proxy")
     (work / "conf").mkdir(mode=0o700)
-    placeholder = make_placeholder("MY_TOKEN")
+    placeholders = {name: make_placeholder(name) for name in values}
     resolve = {h: (a, p) for h, a, p in map(parse_resolve, resolve_specs)}
-    config = proxy_config(policy, listen=("127.0.0.1", free_port()), confdir=work / "conf", values={"MY_TOKEN": SECRET},
-                          placeholders={"MY_TOKEN": placeholder}, resolve=resolve, extra_ca=[str(test_ca[0])])
+    config = proxy_config(policy, listen=("127.0.0.1", free_port()), confdir=work / "conf", values=values,
+                          placeholders=placeholders, resolve=resolve, extra_ca=[str(ca)])
     holder: list[dict[str, Any]] = []
     proc = ProxyProcess(config, on_record=holder.append, cwd=work)
     proc.start()
     try:
         ready = proc.wait_ready()
-        proxy = DirectProxy(proc, placeholder, f"http://127.0.0.1:{ready['listen'][1]}", ready["ca_cert"])
+        proxy = DirectProxy(proc, placeholders, f"http://127.0.0.1:{ready['listen'][1]}", ready["ca_cert"])
         proxy.records = holder
         yield proxy
     finally:
         proc.stop()
+
+
+@pytest.fixture(scope="module")
+def direct_proxy(tmp_path_factory, policy, resolve_specs, test_ca) -> Iterator[DirectProxy]:
+    with start_direct_proxy(tmp_path_factory.mktemp("direct-proxy"), policy, {"MY_TOKEN": SECRET}, resolve_specs, test_ca[0]) as proxy:
+        yield proxy

@@ -92,8 +92,12 @@ def test_missing_proxy_interpreter_is_one_line(env, tmp_path):
 
 @pytest.mark.requires_docker
 def test_run_with_a_secret_logs_everything_and_leaks_nothing(env, tmp_path, agent_image, resolve_specs, test_ca, https_upstream):
+    # The third command puts the placeholder in the path and in a query key without a value:
+    # the record and the log must hold it as sent, never the real value injected upstream.
+    in_path = ("python3 -c \"import os, urllib.request; t = os.environ['MY_TOKEN']; "
+               "print(urllib.request.urlopen(f'https://api.example.test/repos/{t}/issues?{t}').read().decode())\"")
     steps = [
-        {"shell": [CALL.format(url="https://api.example.test/echo?k=v"), CALL.format(url="https://evil.invalid/")]},
+        {"shell": [CALL.format(url="https://api.example.test/echo?k=v"), CALL.format(url="https://evil.invalid/"), in_path]},
         {"shell": ["env | grep MY_TOKEN"]},
         {"answer": "done"},
     ]
@@ -102,18 +106,23 @@ def test_run_with_a_secret_logs_everything_and_leaks_nothing(env, tmp_path, agen
                     "--domain-secret", "MY_TOKEN@api.example.test", *[f"--egress-resolve={s}" for s in resolve_specs],
                     "--egress-ca", str(test_ca[0]), "--egress-log", str(log), "--transcript", str(transcript), "go")
     assert result.exit_code == 0, result.output
-    assert https_upstream.seen[-1]["headers"]["Authorization"] == f"Bearer {SECRET}"
+    upstream_saw = {r["path"]: r for r in https_upstream.seen[-2:]}
+    assert upstream_saw["/echo?k=v"]["headers"]["Authorization"] == f"Bearer {SECRET}"
+    assert f"/repos/{SECRET}/issues?{SECRET}" in upstream_saw  # injected where the container put it
+    assert log.stat().st_mode & 0o777 == 0o600 and transcript.stat().st_mode & 0o777 == 0o600
     records = [json.loads(line) for line in log.read_text().splitlines()]
     received = sum(r["response_bytes"] for r in records)
     summary = [line for line in result.output.splitlines() if line.startswith("egress: ")]
-    assert summary == [f"egress: 2 request(s): 1 allowed, 1 denied, 0 failed; 0 B sent, {received} B received; "
-                       "secrets injected into 1 (MY_TOKEN)"]
+    assert summary == [f"egress: 3 request(s): 2 allowed, 1 denied, 0 failed; 0 B sent, {received} B received; "
+                       "secrets injected into 2 (MY_TOKEN)"]
     assert "egress denied: CONNECT evil.invalid:443" in result.output
     assert {(r["host"], r["decision"]) for r in records} == {("api.example.test", "allowed"), ("evil.invalid", "denied")}
-    assert [r["path"] for r in records if r["host"] == "api.example.test"] == ["/echo?k=…"]
+    placeholder = "skillctl-secret-MY_TOKEN-"
+    paths = sorted(r["path"] for r in records if r["host"] == "api.example.test")
+    assert paths[0] == "/echo?k=…" and paths[1].startswith(f"/repos/{placeholder}") and paths[1].count(placeholder) == 2
     events = [json.loads(line) for line in transcript.read_text().splitlines()]
     kinds = [e["type"] for e in events]
-    assert kinds.count("egress") == 2
+    assert kinds.count("egress") == 3
     # The records of a command's requests come before that command's result.
     first_result = next(i for i, e in enumerate(events) if e["type"] == "message" and e["message"]["role"] == "tool")
     assert max(i for i, k in enumerate(kinds) if k == "egress") < first_result

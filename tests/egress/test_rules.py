@@ -1,7 +1,14 @@
 """The rules both processes share: host patterns, forbidden addresses, mappings, redaction, and
-the streaming rewriter (property-tested: any chunking gives the same bytes as one buffer)."""
+the streaming rewriter (property-tested: any chunking gives the same bytes as one buffer), with
+the scrubbing forms of a value (every encoding APIs echo values in)."""
 
 from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+from urllib.parse import quote, quote_plus
 
 import pytest
 from hypothesis import given, settings
@@ -9,7 +16,9 @@ from hypothesis import strategies as st
 
 from skillctl.egress.rules import (
     PLACEHOLDER_PREFIX,
+    Replacements,
     Rewriter,
+    base64_cores,
     check_pattern,
     forbidden_reason,
     guard_refusal,
@@ -146,3 +155,87 @@ def test_rewriter_reports_what_it_found_and_passes_through_without_a_mapping():
     assert r.replace(b"a k1 b") == b"a v1 b" and r.found == {b"k1"}
     empty = Rewriter({})
     assert empty.feed(b"anything") == b"anything" and empty.finish() == b""
+
+
+# ---------------------------------------------------------------------------- scrubbing forms
+
+SLASHY = "AKr/Zk9+Q2x/y7=w"  # the characters base64 keys hold, which encoders change
+SPACED = "pass phrase & <more> \"quoted\" ümlaut 🔑"
+
+
+def _scrub(*values: str) -> Rewriter:
+    return Rewriter(Replacements.scrubbing({v.encode(): f"PH{i}".encode() for i, v in enumerate(values)}))
+
+
+@pytest.mark.parametrize("value", [SLASHY, SPACED])
+def test_text_encodings_of_a_value_become_its_placeholder(value):
+    forms = [
+        value,
+        json.dumps(value)[1:-1],  # \uXXXX for non-ASCII, \" for quotes
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        value.replace("/", "\\/"),  # PHP's json_encode
+        quote(value, safe=""),
+        quote(value, safe="/"),
+        re.sub("%[0-9A-F]{2}", lambda m: m.group(0).lower(), quote(value, safe="")),
+        quote_plus(value),
+        html.escape(value),
+        "".join(c if c.isalnum() else f"&#{ord(c)};" for c in value),
+        "".join(c if c.isalnum() else f"&#x{ord(c):X};" for c in value),
+    ]
+    for form in forms:
+        assert _scrub(value).replace(f"<{form}>".encode("utf-8")) == b"<PH0>", form
+
+
+@pytest.mark.parametrize("value", [SLASHY, SPACED, "0123456789abcdef"])
+def test_base64_of_a_value_alone_or_inside_other_text_is_masked(value):
+    raw = value.encode()
+    for prefix in (b"", b"u", b"us", b"user:", b"x" * 7):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            text = encode(prefix + raw + b"@host")
+            scrubbed = _scrub(value).replace(text)
+            assert len(scrubbed) == len(text), "masking keeps the length, so what follows still decodes"
+            decoded = base64.b64decode(scrubbed, altchars=b"-_" if encode is base64.urlsafe_b64encode else None)
+            assert decoded.startswith(prefix) and decoded.endswith(b"@host")
+            assert raw[2:-2] not in decoded and raw not in decoded
+
+
+def test_base64_cores_are_the_characters_fixed_by_the_value_alone():
+    value = b"secret-value-1234"
+    for offset in range(3):
+        core_std = base64_cores(value)
+        for surrounding in (b"\x00" * offset, b"\xff" * offset):
+            encoded = base64.b64encode(surrounding + value + b"\x00\xff")
+            assert any(core in encoded for core in core_std)
+
+
+def test_scrubbing_leaves_other_text_alone_and_reports_the_value():
+    r = _scrub(SLASHY)
+    text = b"AKr Zk9 Q2x y7 w, AKr/Zk9+Q2x/y7, and %2F alone"
+    assert r.replace(text) == text and not r.found
+    assert r.replace(SLASHY.encode()) == b"PH0" and r.found == {SLASHY.encode()}
+
+
+_PIECES = [b"", b"a", b"%2F", b"\\/", b"AKr", b"/Zk9", b"+Q2x", b"/y7=w", SLASHY.encode(), quote(SLASHY, safe="").encode(),
+           SLASHY.replace("/", "\\/").encode(), base64.b64encode(b"user:" + SLASHY.encode()), b"QUtyL1prOStRMng", b"x" * 9]
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.sampled_from(_PIECES), max_size=16), cuts=st.lists(st.integers(min_value=0, max_value=300), max_size=10))
+def test_scrubbing_gives_the_same_bytes_however_the_stream_is_cut(parts, cuts):
+    data = b"".join(parts)
+    expected = _scrub(SLASHY, "real-0123456789abcdef").replace(data)
+    streamed = _scrub(SLASHY, "real-0123456789abcdef")
+    points = sorted({min(c, len(data)) for c in cuts} | {0, len(data)})
+    out = b"".join(streamed(data[a:b]) for a, b in zip(points, points[1:]) if b > a) + streamed(b"")
+    assert out == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.sampled_from(_PIECES), max_size=16))
+def test_anchored_matching_finds_what_the_whole_regex_finds(parts):
+    """The anchor scan is only a way to run each form's regex where it can match: the matches
+    must be the ones the forms' regexes find scanning the whole text."""
+    data = b"".join(parts)
+    table = Replacements.scrubbing({SLASHY.encode(): b"PH"})
+    union = re.compile(b"|".join(b"(?:" + f.regex.pattern + b")" for f in table.forms))
+    assert [(a, b) for a, b, _ in table.matches(data)] == [m.span() for m in union.finditer(data)]

@@ -8,16 +8,25 @@ the loopback-only guard keeps the proxy from ever dialling anything else.
 Endpoints (GET unless said otherwise):
 
 - ``/echo`` (any method): JSON of method, path, headers and body as received; every request
-  is also appended to ``seen`` so a test can check what really arrived upstream.
+  is also appended to ``seen`` (with its trailers and, over TLS, the server name the client
+  asked for) so a test can check what really arrived upstream.
 - ``/reveal``: the real secret value in a header and in the body; ``?gzip=1`` compresses the
   body (``Content-Encoding: gzip``).
 - ``/reveal-split``: 100 KB around the secret value, sent in two writes a moment apart with the
   cut inside the value, so the proxy receives it in two pieces.
 - ``/bytes/N``: N bytes of a fixed pattern, streamed with a Content-Length.
+- ``/reflect``: what an API does with a credential it was sent (the ``x-reflect`` header, a
+  real value once the proxy injected it): back in a JSON body that escapes ``/`` as ``\\/``
+  (PHP's ``json_encode``), percent-encoded in ``Location``, base64-encoded alone and inside a
+  longer base64 text, and with ``\\u`` escapes for every character that is not a letter or digit.
+- ``/reflect-status``: the reflected value in the status line's reason phrase and in a header *name*.
+- ``/trailers``: a chunked body in several chunks, with the reflected value in a chunk and in
+  a trailer (``Trailer: x-checksum``).
 """
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import ssl
@@ -27,6 +36,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 PATTERN = bytes(range(256)) * 256  # 64 KiB
 
@@ -84,7 +94,8 @@ class Upstream:
                     while True:
                         size = int(self.rfile.readline().split(b";")[0], 16)
                         if size == 0:
-                            self.rfile.readline()
+                            while line := self.rfile.readline().rstrip(b"\r\n"):  # trailer fields, then a blank line
+                                self.trailers.append(line.decode("latin-1"))
                             return data
                         data += self.rfile.read(size)
                         self.rfile.readline()
@@ -99,9 +110,11 @@ class Upstream:
                 self.wfile.write(body)
 
             def _handle(self) -> None:
+                self.trailers: list[str] = []
                 body = self._body()
                 record = {"method": self.command, "path": self.path, "headers": dict(self.headers.items()),
-                          "body": body.decode("latin-1"), "client_port": self.client_address[1]}
+                          "body": body.decode("latin-1"), "client_port": self.client_address[1], "trailers": self.trailers,
+                          "sni": getattr(self.connection, "skillctl_sni", None)}
                 upstream.seen.append(record)
                 if self.path.startswith("/bytes/"):
                     n = int(self.path.split("/")[2])
@@ -114,6 +127,33 @@ class Upstream:
                         chunk = PATTERN[: min(len(PATTERN), n - sent)]
                         self.wfile.write(chunk)
                         sent += len(chunk)
+                elif self.path.startswith("/reflect-status"):
+                    value = self.headers.get("x-reflect", "")
+                    self.send_response(401, f"bad token {value}")
+                    self.send_header(f"x-{value}", "1")
+                    self.send_header("content-length", "0")
+                    self.end_headers()
+                elif self.path.startswith("/reflect"):
+                    value = self.headers.get("x-reflect", "")
+                    raw = value.encode()
+                    body = json.dumps({
+                        "php": value.replace("/", "\\/"),
+                        "base64": base64.b64encode(raw).decode(),
+                        "base64url": base64.urlsafe_b64encode(raw).decode().rstrip("="),
+                        "inside": base64.b64encode(b"user:" + raw + b"@host").decode(),
+                        "unicode": "".join(c if c.isalnum() else f"\\u{ord(c):04x}" for c in value),
+                    }).replace("\\\\", "\\")  # the escapes above as JSON sends them, not doubled
+                    self._send(200, body.encode(), {"content-type": "application/json",
+                                                    "location": f"https://api.example.test/next?token={quote(value, safe='')}"})
+                elif self.path.startswith("/trailers"):
+                    value = self.headers.get("x-reflect", "").encode()
+                    self.send_response(200)
+                    self.send_header("transfer-encoding", "chunked")
+                    self.send_header("trailer", "x-checksum")
+                    self.end_headers()
+                    for chunk in (b"first chunk\n", b"the value: " + value + b"\n", b"last chunk\n"):
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.write(b"0\r\nx-checksum: " + value + b"\r\n\r\n")
                 elif self.path.startswith("/reveal-split"):
                     value = upstream.secret.encode()
                     first, second = b"a" * 50_000 + value[:5], value[5:] + b"b" * 50_000
@@ -140,6 +180,11 @@ class Upstream:
         if cert is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(str(cert), str(key))
+
+            def remember_sni(sock: ssl.SSLSocket, name: str | None, _ctx: ssl.SSLContext) -> None:
+                sock.skillctl_sni = name  # type: ignore[attr-defined]  # the name the client asked for
+
+            context.sni_callback = remember_sni
             self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
         self._thread = threading.Thread(target=self.server.serve_forever, name="upstream", daemon=True)
