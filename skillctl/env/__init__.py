@@ -2,6 +2,7 @@
 verified and installed into an image layer on the agent image — offline at run time.
 
     declare    where requirements come from (PEP 723, requirements.txt, skills.yaml)
+    pep723     PEP 723 blocks found as the PEP's reference regex finds them, in linear time
     imports    which modules scripts import that nothing declares (validate's SK251, env infer)
     target     the agent image's Python and platform, probed once per image
     resolve    uv resolves for that target: exact versions, one wheel each, sha256 (pylock.toml)

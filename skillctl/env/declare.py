@@ -25,14 +25,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from skillctl.env.pep723 import blocks
 from skillctl.errors import EnvError
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
 PROJECT = "project"
-# The reference regular expression of PEP 723 ("Reference Implementation").
-PEP723_RE = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
 REQUIREMENTS_TXT = "requirements.txt"
 # Debian package names (Debian Policy 5.6.1), optionally "=VERSION" is not accepted: the
 # mirror's current version is what gets resolved and then locked.
@@ -107,22 +106,17 @@ class Declarations:
 
 
 def read_script_metadata(text: str, where: str) -> dict[str, Any] | None:
-    """The ``script`` block of a Python script as a table, None without one (PEP 723)."""
-    if "# /// " not in text:
-        return None  # most scripts: no block can start
-    matches = [m for m in PEP723_RE.finditer(text) if m.group("type") == "script"]
+    """The ``script`` block of a Python script as a table, None without one (PEP 723); the
+    blocks are found as the PEP's reference regex finds them, in linear time (``pep723``)."""
+    matches = [b for b in blocks(text) if b.type == "script"]
     if len(matches) > 1:
         raise EnvError(f"{where}: more than one '# /// script' block; PEP 723 allows one — merge them")
     if not matches:
         return None
-    content = "".join(
-        line[2:] if line.startswith("# ") else line[1:]
-        for line in matches[0].group("content").splitlines(keepends=True)
-    )
     import tomllib
 
     try:
-        return tomllib.loads(content)
+        return tomllib.loads(matches[0].toml)
     except tomllib.TOMLDecodeError as exc:
         raise EnvError(f"{where}: the '# /// script' block is not valid TOML ({exc})") from None
 

@@ -29,7 +29,7 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from skillctl.bundle import BundleContents, BundleLimits, read_artifact, repack, zip_bundle
@@ -270,7 +270,12 @@ class SkillService:
         self, reg: Registry, upload: Upload, *, into: str | None, default: bool | None = None
     ) -> tuple[SkillRecord, VersionRecord]:
         """Publish an upload as a new skill (``into`` None) or as a version of skill ``into``,
-        under the same rules as ``skillctl publish``; returns the skill and the version."""
+        under the same rules as ``skillctl publish``; returns the skill and the version.
+
+        Reading, validating, packing and auditing happen outside the write lock, against the
+        versions as they were then (a doomed upload is refused before the costly part); under
+        the lock only the version is decided again, against every version now there, and the
+        registry commits. A slow upload never holds up another."""
         self._require(reg, PUBLISH, "publish", "publish to the registry it is served from")
         target = self.skill(reg, into) if into is not None else None
         contents = read_upload(upload, self.limits)
@@ -279,27 +284,45 @@ class SkillService:
                 f"this upload is the skill '{contents.name}' (its top folder), not '{target.name}'; "
                 f"a skill's versions keep its name — create '{contents.name}' as a skill of its own", param="files"
             )
+        declared = declares_version(contents)
+        existing = self._existing(reg, contents.name)
+        self._refuse_existing(target, contents.name, existing)
+        prepared = self._prepare(contents, None if declared else next_version(existing))
+        prepared = self._decide(prepared, existing, declared, target, default)
+        self._audit(prepared)
         with self._write_lock:  # the next-version rule must see every version, ours included
-            existing = self._existing(reg, contents.name)
-            if target is None and existing:
-                skill_id = existing[0].skill_id
-                raise ApiError(
-                    409,
-                    f"a skill named '{contents.name}' already exists ({skill_id}); "
-                    f"add a version to it instead: POST /skills/{skill_id}/versions",
-                )
-            prepared = self._prepare(contents, None if declares_version(contents) else next_version(existing))
-            if default is not None and default != becomes_default(prepared.version, existing):
-                raise bad_request(
-                    f"{prepared.name}@{prepared.version} would {'not ' if default else ''}become the default version, and "
-                    "the default cannot be chosen here: it is always the newest release that is not yanked — "
-                    + ("give the upload a higher version" if default else "leave 'default' out, or yank the version afterwards"),
-                    param="default",
-                )
-            self._audit(prepared)
+            prepared = self._decide(prepared, self._existing(reg, contents.name), declared, target, default)
             result = reg.publish(prepared)
             self._changed()
         return reg.get_skill(result.record.skill_id), result.record
+
+    @staticmethod
+    def _refuse_existing(target: SkillRecord | None, name: str, existing: list[VersionRecord]) -> None:
+        if target is None and existing:
+            skill_id = existing[0].skill_id
+            raise ApiError(
+                409,
+                f"a skill named '{name}' already exists ({skill_id}); add a version to it instead: POST /skills/{skill_id}/versions",
+            )
+
+    def _decide(
+        self, prepared: PreparedBundle, existing: list[VersionRecord], declared: bool, target: SkillRecord | None,
+        default: bool | None,
+    ) -> PreparedBundle:
+        """``prepared`` with the version it gets next to ``existing`` (the one SKILL.md declares,
+        or the next minor), refused when the skill exists but should not, or when ``default``
+        asks for what that version will not be. Only the version changes: it is in no file."""
+        self._refuse_existing(target, prepared.name, existing)
+        if not declared:
+            prepared = replace(prepared, version=next_version(existing))
+        if default is not None and default != becomes_default(prepared.version, existing):
+            raise bad_request(
+                f"{prepared.name}@{prepared.version} would {'not ' if default else ''}become the default version, and "
+                "the default cannot be chosen here: it is always the newest release that is not yanked — "
+                + ("give the upload a higher version" if default else "leave 'default' out, or yank the version afterwards"),
+                param="default",
+            )
+        return prepared
 
     def check_default(self, reg: Registry, ref: str, version: str) -> SkillRecord:
         """Setting the default version: accepted when it already is the default (the default

@@ -67,11 +67,13 @@ def open_registry(path: Path) -> LocalRegistry:
 
 def run_cli(
     args: list[str], *, env: Mapping[str, str] | None = None, cwd: Path | None = None, prefix: tuple[str, ...] = (),
-    timeout: float = 120, memory_bytes: int | None = None,
+    timeout: float = 120, memory_bytes: int | None = None, cpu_seconds: int | None = None,
 ) -> "subprocess.CompletedProcess[str]":
     """The real console entry point in a child process: a hang is a TimeoutExpired, and with
     ``memory_bytes`` a runaway read is a MemoryError in the child instead of the machine's
-    memory. ``prefix`` runs it through another program (``setpriv …``, ``unshare …``)."""
+    memory. With ``cpu_seconds`` the child is killed by SIGXCPU (returncode -24) once it has
+    used that much CPU time — a bound on work that, unlike the wall clock, other tenants of the
+    machine do not move. ``prefix`` runs it through another program (``setpriv …``, ``unshare …``)."""
     import resource
     import subprocess
     import sys
@@ -79,6 +81,8 @@ def run_cli(
     def limit() -> None:
         if memory_bytes is not None:
             resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        if cpu_seconds is not None:
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
 
     code = "import sys; from skillctl.cli import main; main(sys.argv[1:])"
     return subprocess.run(
