@@ -117,7 +117,8 @@ class Runner:
         result.skills = [{"name": s.name, "version": s.version, "digest": s.digest} for s in skills]
         result.memory = str(self.memory.folder) if self.memory is not None else None
         if self.egress is not None:  # stopped by now: its counts are final
-            result.egress = self.egress.summary.to_dict()
+            # With the policy it enforced and where it came from: a project file may have chosen it.
+            result.egress = {**self.egress.summary.to_dict(), "policy": self.egress.policy.report()}
             result.warnings += self.egress.problems
         return result
 
