@@ -154,6 +154,18 @@ def project_gate(skills_yaml: Path, *, progress: Progress | None = None) -> Gate
     return Gate.open(doc["trust"], skills_yaml.parent, where=str(skills_yaml), progress=progress)
 
 
+def folder_gate(gate: Gate, folder: str, *, where: str, allowed: bool) -> Gate:
+    """The gate for a skill packed from ``folder`` on this machine: a folder has no signature,
+    so under a policy that requires signatures it is refused unless the user ``allowed``
+    folders; then only the policy's audit applies to it."""
+    if gate.requires_signatures and not allowed:
+        raise TrustError(
+            f"refused by the trust policy: {folder} is a skill folder, which cannot be signed, and {where} requires "
+            "signatures; pass --allow-local-skills to load it anyway (the audit threshold still applies)"
+        )
+    return gate.for_folders()
+
+
 def lock_gate(lock: Any, base: Path, *, where: str, progress: Progress | None = None, current_trust: Any = ...) -> Gate | None:
     """The gate for the policy ``lock`` was written with (key files relative to ``base``, each
     still holding the key the lock recorded); None when the lock has no policy.
