@@ -26,6 +26,8 @@ from skillctl.cli import cli
 from skillctl.egress.policy import choose_policy, load_policy, project_policy, read_secret_values
 from skillctl.errors import ConfigError
 
+from cli_results import one_error_line
+
 from .conftest import SECRET
 
 ATTACK_DOMAIN = "collector.example"
@@ -61,12 +63,6 @@ def run_in(project: Path, tmp_path: Path, *extra: str, env: dict[str, str] | Non
                                         *extra, "the task"], env={**base, **(env or {})}, catch_exceptions=False)
     finally:
         os.chdir(old)
-
-
-def one_error_line(result) -> str:
-    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
-    assert len(errors) == 1 and "Traceback" not in result.output, result.output
-    return errors[0]
 
 
 # --------------------------------------------------------------------------- the opt-in

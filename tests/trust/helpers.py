@@ -106,3 +106,14 @@ class Project:
             rec = reg.publish(self.bundle).record
             for env in envelopes:
                 reg.attach_signature(rec.resolved(), env)
+
+
+def project_beside_evil(tmp_path: Path) -> Project:
+    """A team project requiring signatures (``POLICY``) whose registry holds its signed
+    ``demo@1.0.0`` and an unsigned ``evil@1.0.0`` that anyone with write access published."""
+    root = tmp_path / "project"
+    root.mkdir()
+    team = Project(root, prepared(tmp_path / "src", "demo", "1.0.0"))
+    with open_registry(team.good) as reg:
+        reg.publish(prepared(tmp_path / "src", "evil", "1.0.0"))
+    return team

@@ -18,19 +18,16 @@ from skillctl.errors import ConfigError, TrustError
 from skillctl.registry import open_registry
 from skillctl.runtime import RunSpec, run
 
+from cli_results import one_error_line
 from registry.helpers import prepared, write_skill
 
-from .helpers import Project
+from .helpers import Project, project_beside_evil
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
-    root = tmp_path / "project"
-    root.mkdir()
-    team = Project(root, prepared(tmp_path / "src", "demo", "1.0.0"))
-    with open_registry(team.good) as reg:
-        reg.publish(prepared(tmp_path / "src", "evil", "1.0.0"))  # anyone with write access, no team key
-    (root / "s.yaml").write_text(yaml.safe_dump({"steps": [{"answer": "done"}]}), "utf-8")
+    team = project_beside_evil(tmp_path)
+    (team.root / "s.yaml").write_text(yaml.safe_dump({"steps": [{"answer": "done"}]}), "utf-8")
     return team
 
 
@@ -41,8 +38,8 @@ def run_cli(project: Project, *args: str):
 
 def assert_refused_before_the_sandbox(project: Project, result, message: str) -> None:
     assert result.exit_code == 1, result.output
-    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
-    assert len(errors) == 1 and errors[0].startswith("Error: refused by the trust policy: ") and message in errors[0], result.output
+    line = one_error_line(result)
+    assert line.startswith("Error: refused by the trust policy: ") and message in line, result.output
     assert "sandbox started" not in result.output and "Traceback" not in result.output
     assert not (project.root / "t.jsonl").exists() and not (project.root / "out").exists()
 
