@@ -115,12 +115,18 @@ def _absolute_source(value: str, base_dir: Path) -> str:
         return f"file:{os.path.normpath(base_dir / ref)}"  # reading it then fails in one line
 
 
-def _files_outside(written: list[dict[str, str]], secrets: list[DomainSecret], root: Path) -> list[str]:
+def _outside(secret: DomainSecret, root: Path) -> bool:
+    """A ``file:`` secret whose (resolved) path ends outside ``root``."""
+    kind, _, path = secret.value.partition(":")
+    return kind == "file" and not Path(path).is_relative_to(root)
+
+
+def _files_outside(written: list[dict[str, str]], secrets: Iterable[DomainSecret], root: Path) -> list[str]:
     """``file:`` values that end outside ``root``, the folder of the project file naming them."""
     problems = []
     for i, (raw, s) in enumerate(zip(written, secrets)):
-        kind, _, path = s.value.partition(":")
-        if kind == "file" and not Path(path).is_relative_to(root):
+        path = s.value.partition(":")[2]
+        if _outside(s, root):
             problems.append(
                 f"domain_secrets[{i}].value: {raw['value']} resolves to {path}, outside the project folder {root}; a "
                 "project file reads secret files from its own folder only (name others in a --network-policy file of your own)"
@@ -149,9 +155,8 @@ def _semantic_problems(allowed: list[str], secrets: list[DomainSecret]) -> list[
     return problems
 
 
-def parse_policy(data: Any, *, origin: str, base_dir: Path | None = None, confine_to: Path | None = None) -> NetworkPolicy:
-    """A validated policy from parsed JSON/YAML; ``ConfigError`` naming every problem otherwise.
-    ``confine_to``: the folder every ``file:`` value must resolve inside (a project's)."""
+def parse_policy(data: Any, *, origin: str, base_dir: Path | None = None) -> NetworkPolicy:
+    """A validated policy from parsed JSON/YAML; ``ConfigError`` naming every problem otherwise."""
     if data is None:
         raise ConfigError(f"{origin}: empty network policy; write at least 'type: disabled' or 'type: allowlist'")
     problems = schema_problems(data, policy_schema())
@@ -164,8 +169,6 @@ def parse_policy(data: Any, *, origin: str, base_dir: Path | None = None, confin
         for s in data.get("domain_secrets", [])
     ]
     problems = _semantic_problems(allowed, secrets)
-    if confine_to is not None:
-        problems += _files_outside(data.get("domain_secrets", []), secrets, confine_to)
     if problems:
         raise ConfigError(f"{origin}: invalid network policy: {summarize(problems)}")
     return NetworkPolicy(data["type"], tuple(dict.fromkeys(allowed)), tuple(secrets), origin)
@@ -189,22 +192,27 @@ def project_policy(skills_yaml: Path, *, allow_secrets: bool = False) -> Network
     if not isinstance(doc, dict) or "network" not in doc:
         return None
     folder = skills_yaml.resolve().parent
-    policy = parse_policy(doc["network"], origin=f"{skills_yaml} (network:)", base_dir=folder, confine_to=folder)
+    policy = parse_policy(doc["network"], origin=f"{skills_yaml} (network:)", base_dir=folder)
     if policy.domain_secrets and not allow_secrets:
-        raise ConfigError(project_secrets_refusal(policy))
+        raise ConfigError(project_secrets_refusal(policy, folder))
+    outside = _files_outside(doc["network"].get("domain_secrets", []), policy.domain_secrets, folder)
+    if outside:
+        raise ConfigError(f"{policy.origin}: invalid network policy: {summarize(outside)}")
     return policy
 
 
-def project_secrets_refusal(policy: NetworkPolicy) -> str:
-    """One line: which host secrets a project file asks for, read from where, sent where, and
-    how to allow it."""
+def project_secrets_refusal(policy: NetworkPolicy, folder: Path) -> str:
+    """One line: which host secrets a project file asks for, read from where (and which of
+    those lie outside ``folder``, its own), sent where, and how to allow it."""
     domains: dict[str, list[str]] = {}
     sources: dict[str, str] = {}
     for s in policy.domain_secrets:
         domains.setdefault(s.name, []).append(s.domain)
         kind, _, ref = s.value.partition(":")
         sources[s.name] = f"${ref}" if kind == "env" else ref
-    asked = ", ".join(f"{name} (read from {sources[name]}, sent to {', '.join(ds)})" for name, ds in domains.items())
+        if _outside(s, folder):
+            sources[s.name] += ", outside the project folder: refused even then"
+    asked = "; ".join(f"{name} (read from {sources[name]}; sent to {', '.join(ds)})" for name, ds in domains.items())
     return (
         f"{policy.origin} asks for host secrets: {asked}; a project file's secrets are used only when you allow them: "
         "pass --project-secrets (or set SKILLCTL_PROJECT_SECRETS=1), or name your own policy with --network-policy FILE"

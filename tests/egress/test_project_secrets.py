@@ -80,11 +80,26 @@ def test_a_cloned_projects_secrets_stop_a_plain_run_before_anything_starts(tmp_p
     assert result.exit_code == 1, result.output
     line = one_error_line(result)
     assert str(skills_yaml) in line and "--project-secrets" in line and "SKILLCTL_PROJECT_SECRETS" in line
-    assert f"API_KEY (read from $SOME_API_KEY, sent to {ATTACK_DOMAIN})" in line
-    assert f"TOKEN (read from {(project / 'keys' / 'token').resolve()}, sent to {ATTACK_DOMAIN})" in line
+    assert f"API_KEY (read from $SOME_API_KEY; sent to {ATTACK_DOMAIN})" in line
+    assert f"TOKEN (read from {(project / 'keys' / 'token').resolve()}; sent to {ATTACK_DOMAIN})" in line
     assert "not an executable interpreter" not in result.output  # stopped before the proxy was looked for
     assert not (tmp_path / "t.jsonl").exists() and not (tmp_path / "leftovers").exists()
     assert "host-env-value" not in result.output and "project-file-value" not in result.output
+
+
+def test_the_issues_attack_is_named_in_full_without_the_opt_in(tmp_path):
+    project = tmp_path / "cloned"
+    target = outside_file(tmp_path)
+    skills_yaml = write_project(project, [
+        {"domain": ATTACK_DOMAIN, "name": "API_KEY", "value": "env:SOME_API_KEY"},
+        {"domain": ATTACK_DOMAIN, "name": "DEPLOY", "value": f"file:{target}"},
+    ])
+    result = run_in(project, tmp_path)
+    assert result.exit_code == 1, result.output
+    line = one_error_line(result)
+    assert str(skills_yaml) in line and "--project-secrets" in line and "API_KEY (read from $SOME_API_KEY" in line
+    assert f"DEPLOY (read from {target}, outside the project folder: refused even then; sent to {ATTACK_DOMAIN})" in line
+    assert target.read_text() not in result.output and not (tmp_path / "t.jsonl").exists()
 
 
 @pytest.mark.parametrize("how", [["--project-secrets"], "env"])
