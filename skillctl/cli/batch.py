@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from skillctl.cli.common import emit_json, format_option, library_errors, progress, refuse_token_stdin, registry_option
-from skillctl.cli.many_options import MANY_KEYS, many_run_options, open_engine_for, run_settings
+from skillctl.cli.many_options import MANY_KEYS, current_project, many_run_options, open_engine_for, run_settings
 
 
 @click.command("batch")
@@ -34,6 +34,9 @@ def batch_cmd(tasks, results, model_spec, registry_url, fmt, **options) -> None:
     same command again skips ids already in the results, so an interrupted batch resumes.
     Ctrl-C stops the runs and removes their containers (exit 130). Exit 1 when some run could
     not start (see its message), else 0 — each run's own outcome is in the results.
+
+    With a skills.yaml holding a 'trust:' section in the current folder, every skill the lines
+    name must pass it before any run starts; the runs then load exactly the versions checked.
     """
     refuse_token_stdin("the runs of a batch")
     from skillctl.many.batch import run_batch
@@ -43,7 +46,7 @@ def batch_cmd(tasks, results, model_spec, registry_url, fmt, **options) -> None:
     with open_engine_for(o) as engine:
         try:
             summary = run_batch(tasks, engine, results_path=results, model=model_spec or None, settings=settings,
-                                progress=progress)
+                                progress=progress, project=current_project())
         except KeyboardInterrupt:
             progress("interrupted: finished runs are in the results; run the same command again to resume")
             sys.exit(130)

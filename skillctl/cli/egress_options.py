@@ -28,6 +28,12 @@ def egress_options(f: Callable[..., Any]) -> Callable[..., Any]:
                          help="Network policy file (JSON or YAML): {type: disabled} (the default) or {type: allowlist, "
                          "allowed_domains: [...], domain_secrets: [{domain, name, value: env:VAR|file:PATH}]}. "
                          "Default: 'network:' in skills.yaml (beside --lock, else in the current folder)."),
+            click.option("--project-secrets", "project_secrets", is_flag=True, envvar="SKILLCTL_PROJECT_SECRETS",
+                         expose_value=False, callback=_remember,
+                         help="Use the domain_secrets that 'network:' in skills.yaml names (the host's env:VAR and "
+                         "file:PATH values, sent to its domains). Without it a project file that names secrets stops "
+                         "the run; its file: values must lie inside the project folder either way. "
+                         "Env: SKILLCTL_PROJECT_SECRETS."),
             click.option("--allow-domain", "allow_domain", multiple=True, metavar="DOMAIN", expose_value=False, callback=_remember,
                          help="Allow HTTP(S) to DOMAIN through the egress proxy; *.example.com allows its subdomains "
                          "only. Repeatable; turns the network on."),
@@ -52,13 +58,17 @@ def egress_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def egress_spec(lock_path: Path | None, sandbox_name: str) -> dict[str, Any]:
     """``RunSpec`` keyword arguments for the run's network: the policy (from --network-policy,
-    else skills.yaml's ``network:`` beside the lock or here, extended by the shorthands) and
-    the egress options. Options that need a network without one are a usage error."""
+    else skills.yaml's ``network:`` beside the lock or here — its secrets only with
+    --project-secrets, and a notice on stderr when it turns the network on —, extended by the
+    shorthands) and the egress options. Options that need a network without one are a usage
+    error."""
+    from skillctl.cli.common import progress
     from skillctl.egress.policy import choose_policy
+    from skillctl.registry.lockfile import project_file
 
     opts = click.get_current_context().meta.get(_KEY, {})
-    project = (lock_path.resolve().parent if lock_path else Path.cwd()) / "skills.yaml"
-    policy = choose_policy(opts.get("network_policy"), project, opts.get("allow_domain", ()), opts.get("domain_secret", ()))
+    policy = choose_policy(opts.get("network_policy"), project_file(lock_path), opts.get("allow_domain", ()),
+                           opts.get("domain_secret", ()), project_secrets=bool(opts.get("project_secrets")), notice=progress)
     extra = {name: opts[name] for name in ("egress_resolve", "egress_ca", "egress_log") if opts.get(name)}
     if not policy.enabled:
         if extra:

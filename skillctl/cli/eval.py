@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from skillctl.cli.common import emit_json, format_option, library_errors, progress, refuse_token_stdin, registry_option
-from skillctl.cli.many_options import MANY_KEYS, many_run_options, open_engine_for, run_settings
+from skillctl.cli.many_options import MANY_KEYS, current_project, many_run_options, open_engine_for, run_settings
 
 
 @click.command("eval")
@@ -26,12 +26,15 @@ from skillctl.cli.many_options import MANY_KEYS, many_run_options, open_engine_f
               help="Runs of each case in each configuration (run-1/…run-K/; stddev needs more than one).")
 @click.option("--workspace", type=click.Path(file_okay=False, path_type=Path),
               help="The workspace folder (default: <skill>-workspace beside the skill folder, or here for a REF).")
+@click.option("--allow-local-skills", is_flag=True,
+              help="When skills.yaml here has a trust policy that requires signatures: evaluate skill folders "
+                   "(SKILL_DIR, --baseline DIR) anyway — a folder cannot be signed. The policy's audit still applies.")
 @many_run_options
 @registry_option
 @format_option
 @library_errors
-def eval_cmd(skill, baseline, model_spec, judge_spec, judge_base_url, runs_per_case, workspace, registry_url, fmt,
-             **options) -> None:
+def eval_cmd(skill, baseline, model_spec, judge_spec, judge_base_url, runs_per_case, workspace, allow_local_skills,
+             registry_url, fmt, **options) -> None:
     """Evaluate a skill: run each case of its evals/evals.json with and without it.
 
     SKILL_DIR is a skill folder (packed as it is now), REF a published skill (NAME[@VERSION]).
@@ -42,6 +45,10 @@ def eval_cmd(skill, baseline, model_spec, judge_spec, judge_base_url, runs_per_c
     {outputs/, timing.json, grading.json, transcript.jsonl}, benchmark.json, and report.html (a
     page with charts of pass rate and tokens per case). Progress per run on stderr; a table at
     the end (or the summary as JSON with --format json). Exit 1 when some run could not start.
+
+    With a skills.yaml holding a 'trust:' section in the current folder, the skills of both
+    configurations must pass it before any run starts (a folder only with --allow-local-skills
+    when the policy requires signatures).
     """
     refuse_token_stdin("the runs of an eval")
     from skillctl.many.evals import EvalOptions, run_eval
@@ -49,7 +56,8 @@ def eval_cmd(skill, baseline, model_spec, judge_spec, judge_base_url, runs_per_c
 
     o = {k: options[k] for k in MANY_KEYS}
     eval_options = EvalOptions(model=model_spec, judge=judge_spec, judge_base_url=judge_base_url, baseline=baseline,
-                               runs_per_case=runs_per_case, workspace=workspace, settings=run_settings(registry_url, o))
+                               runs_per_case=runs_per_case, workspace=workspace, settings=run_settings(registry_url, o),
+                               project=current_project(), allow_local_skills=allow_local_skills)
     with open_engine_for(o) as engine:
         try:
             report = run_eval(skill, engine, eval_options, progress=progress)

@@ -3,6 +3,7 @@ concurrency, and what every run gets (model endpoint, limits, sandbox)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable
 
 import click
@@ -56,6 +57,15 @@ def run_settings(registry: str | None, o: dict[str, Any]) -> Any:
     return RunSettings(registry=registry, base_url=o["base_url"], limits=limits, approve=o["approve"],
                        sandbox=o["sandbox_name"], allow_unsafe_local=o["allow_unsafe_local"], image=o["image"],
                        sandbox_settings=settings)
+
+
+def current_project() -> Path | None:
+    """The skills.yaml in the current folder, when there is one: its trust policy applies to
+    the runs' skills, as it does for ``skillctl run``."""
+    from skillctl.registry.lockfile import project_file
+
+    project = project_file()
+    return project if project.is_file() else None
 
 
 def open_engine_for(o: dict[str, Any]) -> Any:

@@ -61,8 +61,12 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
     Network is off unless a policy allows domains (--allow-domain, --network-policy, or
     'network:' in skills.yaml); then HTTP(S) goes only through an egress proxy that enforces
     it, injects secrets for their domains (the container sees placeholders) and logs every
-    request.
+    request. Secrets that skills.yaml names are used only with --project-secrets.
+
+    The project's skills.yaml (beside --lock, else in the current folder) with a 'trust:'
+    section: every skill the run loads must pass it, those named with --skill too.
     """
+    from skillctl.registry.lockfile import project_file
     from skillctl.runtime import RunSpec, run
 
     # Only what was given: the backend's defaults apply otherwise, and a limit the chosen
@@ -70,10 +74,12 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
     given = (("memory", memory_limit), ("cpus", cpus), ("keep_background", keep_background or None))
     settings = {k: v for k, v in given if v is not None}
     network = egress_spec(lock_path, sandbox_name)  # checked, secrets named, before anything starts
+    project = project_file(lock_path)  # its trust: policy applies to every skill, --skill ones too
     registry = open_registry_for_cli(registry_url) if (skills or lock_path) else None
     try:
         result = run(RunSpec(
-            task=task, model=model_spec, base_url=base_url, skills=skills, lock=lock_path, registry=registry,
+            task=task, model=model_spec, base_url=base_url, skills=skills, lock=lock_path,
+            project=project if project.is_file() else None, registry=registry,
             sandbox=sandbox_name, allow_unsafe_local=allow_unsafe_local, image=image, index_url=index_url,
             allow_sdist=allow_sdist, sandbox_settings=settings,
             inputs=inputs, output_dir=output_dir, memory=memory, transcript=transcript_path, max_steps=max_steps,

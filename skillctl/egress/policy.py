@@ -11,6 +11,11 @@ committed. Policies come from a file (JSON or YAML, ``--network-policy``), from 
 a project's ``skills.yaml``, and from the command line's shorthands (``--allow-domain``,
 ``--domain-secret NAME@DOMAIN``), which extend whichever of the first two applies.
 
+A project file is not the user's own choice the way a file named on the command line is: it
+comes with a cloned repository. So its ``domain_secrets`` are refused unless the caller opts
+in (``project_policy(..., allow_secrets=True)``, ``skillctl run --project-secrets``), and its
+``file:`` values must resolve inside the project's folder even then.
+
 Every problem of a policy is reported at once, on one line, naming the place and the fix. The
 schema ships as ``schemas/network-policy.schema.json`` (usable by editors too).
 """
@@ -24,7 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from skillctl.egress.rules import check_pattern, first_match, normalize_host, pattern_within
 from skillctl.errors import ConfigError
@@ -86,6 +91,10 @@ class NetworkPolicy:
             "domain_secrets": [s.to_dict() for s in self.domain_secrets],
         }
 
+    def report(self) -> dict[str, Any]:
+        """``to_dict`` with where the policy was read: for a run's summary."""
+        return {**self.to_dict(), "origin": self.origin}
+
     def describe(self) -> str:
         if not self.enabled:
             return f"network disabled ({self.origin})"
@@ -96,10 +105,33 @@ DISABLED = NetworkPolicy()
 
 
 def _absolute_source(value: str, base_dir: Path) -> str:
+    """``file:`` values as the absolute path they end at: ``~``, ``..`` and links resolved."""
     kind, _, ref = value.partition(":")
-    if kind == "file":
+    if kind != "file":
+        return value
+    try:
         return f"file:{(base_dir / Path(ref).expanduser()).resolve()}"
-    return value
+    except (OSError, RuntimeError, ValueError):  # an unknown ~user, a link loop, a NUL byte
+        return f"file:{os.path.normpath(base_dir / ref)}"  # reading it then fails in one line
+
+
+def _outside(secret: DomainSecret, root: Path) -> bool:
+    """A ``file:`` secret whose (resolved) path ends outside ``root``."""
+    kind, _, path = secret.value.partition(":")
+    return kind == "file" and not Path(path).is_relative_to(root)
+
+
+def _files_outside(written: list[dict[str, str]], secrets: Iterable[DomainSecret], root: Path) -> list[str]:
+    """``file:`` values that end outside ``root``, the folder of the project file naming them."""
+    problems = []
+    for i, (raw, s) in enumerate(zip(written, secrets)):
+        path = s.value.partition(":")[2]
+        if _outside(s, root):
+            problems.append(
+                f"domain_secrets[{i}].value: {raw['value']} resolves to {path}, outside the project folder {root}; a "
+                "project file reads secret files from its own folder only (name others in a --network-policy file of your own)"
+            )
+    return problems
 
 
 def _semantic_problems(allowed: list[str], secrets: list[DomainSecret]) -> list[str]:
@@ -148,14 +180,50 @@ def load_policy(path: Path) -> NetworkPolicy:
     return parse_policy(data, origin=str(path), base_dir=path.resolve().parent)
 
 
-def project_policy(skills_yaml: Path) -> NetworkPolicy | None:
-    """The ``network:`` section of a project's ``skills.yaml``; None when it has none."""
+def project_policy(skills_yaml: Path, *, allow_secrets: bool = False) -> NetworkPolicy | None:
+    """The ``network:`` section of a project's ``skills.yaml``; None when it has none.
+
+    Its ``file:`` values must resolve inside the project's folder; its ``domain_secrets`` at all
+    are a ``ConfigError`` unless ``allow_secrets`` (the user's opt-in), naming each secret, where
+    its value would be read from, and how to opt in."""
     if not skills_yaml.is_file():
         return None
     doc = read_yaml(skills_yaml, error=ConfigError, missing=f"{skills_yaml} not found")
     if not isinstance(doc, dict) or "network" not in doc:
         return None
-    return parse_policy(doc["network"], origin=f"{skills_yaml} (network:)", base_dir=skills_yaml.resolve().parent)
+    folder = skills_yaml.resolve().parent
+    policy = parse_policy(doc["network"], origin=f"{skills_yaml} (network:)", base_dir=folder)
+    if policy.domain_secrets and not allow_secrets:
+        raise ConfigError(project_secrets_refusal(policy, folder))
+    outside = _files_outside(doc["network"].get("domain_secrets", []), policy.domain_secrets, folder)
+    if outside:
+        raise ConfigError(f"{policy.origin}: invalid network policy: {summarize(outside)}")
+    return policy
+
+
+def project_secrets_refusal(policy: NetworkPolicy, folder: Path) -> str:
+    """One line: which host secrets a project file asks for, read from where (and which of
+    those lie outside ``folder``, its own), sent where, and how to allow it."""
+    domains: dict[str, list[str]] = {}
+    sources: dict[str, str] = {}
+    for s in policy.domain_secrets:
+        domains.setdefault(s.name, []).append(s.domain)
+        kind, _, ref = s.value.partition(":")
+        sources[s.name] = f"${ref}" if kind == "env" else ref
+        if _outside(s, folder):
+            sources[s.name] += ", outside the project folder: refused even then"
+    asked = "; ".join(f"{name} (read from {sources[name]}; sent to {', '.join(ds)})" for name, ds in domains.items())
+    return (
+        f"{policy.origin} asks for host secrets: {asked}; a project file's secrets are used only when you allow them: "
+        "pass --project-secrets (or set SKILLCTL_PROJECT_SECRETS=1), or name your own policy with --network-policy FILE"
+    )
+
+
+def project_network_notice(policy: NetworkPolicy) -> str:
+    """What a project file's ``network:`` turns on, for people to see before the run starts."""
+    secrets = ", ".join(dict.fromkeys(s.name for s in policy.domain_secrets)) or "none"
+    return (f"notice: {policy.origin} turns the network on for {', '.join(policy.allowed_domains)} "
+            f"(host secrets: {secrets}); --network-policy FILE replaces it")
 
 
 def parse_domain_secret(spec: str) -> DomainSecret:
@@ -188,10 +256,19 @@ def choose_policy(
     project_file: Path | None,
     allow_domains: Iterable[str] = (),
     domain_secrets: Iterable[str] = (),
+    *,
+    project_secrets: bool = False,
+    notice: Callable[[str], None] | None = None,
 ) -> NetworkPolicy:
-    """The run's policy: the file if given, else the project's ``network:``, else disabled;
+    """The run's policy: the file if given, else the project's ``network:`` (its secrets only
+    with ``project_secrets``; ``notice`` is told when it turns the network on), else disabled;
     then the shorthands on top."""
-    base = load_policy(policy_file) if policy_file else (project_policy(project_file) if project_file else None)
+    if policy_file:
+        base: NetworkPolicy | None = load_policy(policy_file)
+    else:
+        base = project_policy(project_file, allow_secrets=project_secrets) if project_file else None
+        if base is not None and base.enabled and notice is not None:
+            notice(project_network_notice(base))
     return with_shorthands(base or DISABLED, allow_domains, domain_secrets)
 
 

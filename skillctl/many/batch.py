@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator, Mapping
 from skillctl.errors import ConfigError, SkillctlError
 from skillctl.fsutil import open_private
 from skillctl.models._schema import schema_problems
+from skillctl.protocols import ResolvedSkill
 
 from .engines import Engine
 from .job import ERROR, FAILED, LOST, Job, JobResult, RunSettings, line_id, model_fields
@@ -212,12 +213,14 @@ def new_group_id() -> str:
 
 def run_batch(tasks_path: Path, engine: Engine, *, results_path: Path | None = None, model: str | None = None,
               settings: RunSettings = RunSettings(), progress: Callable[[str], None] = lambda _l: None,
-              batch_id: str | None = None) -> BatchSummary:
-    """Run every task of ``tasks_path`` not yet in the results, appending each result as it comes."""
+              batch_id: str | None = None, project: Path | None = None) -> BatchSummary:
+    """Run every task of ``tasks_path`` not yet in the results, appending each result as it comes.
+    ``project``: a skills.yaml whose ``trust:`` policy every skill of the runs must pass first."""
     tasks = read_tasks(tasks_path, default_model=model)
     results = ResultsFile(results_path or default_results_path(tasks_path))
     done = results.done_ids(progress)
     todo = [t for t in tasks if t.id not in done]
+    pinned = _trusted_skills(todo, settings.registry, project, progress)
     summary = BatchSummary(batch_id or new_group_id(), results.path, len(tasks), len(tasks) - len(todo))
     jobs_by_id: dict[str, Task] = {t.id: t for t in todo}
     models = _model_texts(todo)
@@ -228,8 +231,8 @@ def run_batch(tasks_path: Path, engine: Engine, *, results_path: Path | None = N
 
     def jobs() -> Iterator[Job]:
         for t in todo:
-            yield Job(id=t.id, task=t.task, skills=t.skills, inputs=tuple(str(p) for p in t.files), **models[t.model],
-                      settings=shared)
+            yield Job(id=t.id, task=t.task, skills=tuple(pinned.get(r, r) for r in t.skills),
+                      inputs=tuple(str(p) for p in t.files), **models[t.model], settings=shared)
 
     def on_done(result: JobResult) -> None:
         task = jobs_by_id[result.id]
@@ -246,6 +249,20 @@ def run_batch(tasks_path: Path, engine: Engine, *, results_path: Path | None = N
 
     engine.run(jobs(), on_done)
     return summary
+
+
+def _trusted_skills(tasks: list[Task], registry: str | None, project: Path | None,
+                    progress: Callable[[str], None]) -> dict[str, ResolvedSkill]:
+    """Under the project's trust policy: every skill the tasks name, checked and pinned (by
+    reference) before any run starts; {} without a policy (the runs resolve them)."""
+    from skillctl.trust.enforce import project_gate
+
+    from .trusted import pin_trusted
+
+    gate = project_gate(project, progress=progress) if project is not None else None
+    if gate is None:
+        return {}
+    return pin_trusted(gate, registry, (ref for t in tasks for ref in t.skills))
 
 
 def _model_texts(tasks: list[Task]) -> dict[str, dict[str, str | None]]:

@@ -27,9 +27,10 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from skillctl.errors import ConfigError, SkillctlError
+from skillctl.protocols import ResolvedSkill
 
 from .batch import describe, new_group_id, save_transcript
 from .benchmark import OLD_SKILL, WITH_SKILL, WITHOUT_SKILL, RunRecord, benchmark
@@ -39,6 +40,9 @@ from .grading import summary
 from .job import Grading, Job, JobResult, RunSettings, judge_fields, model_fields
 from .progress import RunProgress
 from .worker import not_run_grading
+
+if TYPE_CHECKING:
+    from skillctl.trust.enforce import Gate
 
 BASELINE_NONE = "none"
 
@@ -52,6 +56,8 @@ class EvalOptions:
     runs_per_case: int = 1
     workspace: Path | None = None  # the <skill>-workspace folder
     settings: RunSettings = field(default_factory=RunSettings)
+    project: Path | None = None  # a skills.yaml whose trust: policy every loaded skill must pass
+    allow_local_skills: bool = False  # under that policy, load skill folders although they are unsigned
 
     def __post_init__(self) -> None:
         if self.runs_per_case < 1:
@@ -63,9 +69,10 @@ class Variant:
     """One configuration of the eval: which skill it loads (none for ``without_skill``)."""
 
     config: str
-    skills: tuple[str, ...]
+    skills: tuple[str | ResolvedSkill, ...]  # exact versions once a trust policy passed them
     registry: str | None
     label: str  # for people: "tally@1.2.0 (skills/tally)", "no skill"
+    folder: str | None = None  # the skill folder it was packed from, as given (it has no signature)
 
 
 @dataclass
@@ -169,7 +176,7 @@ def resolve_baseline(baseline: str, subject: Subject, iteration: Path, registry_
     folder = Path(baseline)
     if folder.is_dir():
         ref = _publish_folder(folder.resolve(), iteration / ".registries" / OLD_SKILL)
-        return Variant(OLD_SKILL, (ref,), str(iteration / ".registries" / OLD_SKILL), f"{ref} ({baseline})")
+        return Variant(OLD_SKILL, (ref,), str(iteration / ".registries" / OLD_SKILL), f"{ref} ({baseline})", baseline)
     from skillctl.errors import VersionError
     from skillctl.registry import open_registry
     from skillctl.versioning import SemVer
@@ -188,9 +195,25 @@ def subject_variant(subject: Subject, iteration: Path, registry_url: str | None)
     if subject.from_folder:
         where = iteration / ".registries" / WITH_SKILL
         ref = _publish_folder(subject.folder, where)
-        return Variant(WITH_SKILL, (ref,), str(where), f"{ref} ({subject.source})")
+        return Variant(WITH_SKILL, (ref,), str(where), f"{ref} ({subject.source})", subject.source)
     ref = f"{subject.name}@{subject.version}"
     return Variant(WITH_SKILL, (ref,), registry_url, f"{ref} (registry)")
+
+
+def trusted_variant(variant: Variant, gate: Gate | None, options: EvalOptions) -> Variant:
+    """``variant`` with its skills checked by the project's trust policy and pinned to the
+    versions that passed; as it is without a policy. A folder is refused under a policy that
+    requires signatures, unless ``options.allow_local_skills``."""
+    if gate is None or not variant.skills:
+        return variant
+    from skillctl.trust.enforce import folder_gate
+
+    from .trusted import pin_trusted
+
+    if variant.folder is not None:
+        gate = folder_gate(gate, variant.folder, where=str(options.project), allowed=options.allow_local_skills)
+    pinned = pin_trusted(gate, variant.registry, [r for r in variant.skills if isinstance(r, str)])
+    return replace(variant, skills=tuple(pinned[r] if isinstance(r, str) else r for r in variant.skills))
 
 
 # ------------------------------------------------------------------------------ the workspace
@@ -277,8 +300,11 @@ def run_eval(target: str, engine: Engine, options: EvalOptions,
         fresh = not workspace.exists()
         iteration = new_iteration(workspace)
         try:
-            primary = subject_variant(subject, iteration, registry_url)
-            baseline = resolve_baseline(options.baseline, subject, iteration, registry_url)
+            from skillctl.trust.enforce import project_gate
+
+            gate = project_gate(options.project, progress=progress) if options.project is not None else None
+            primary = trusted_variant(subject_variant(subject, iteration, registry_url), gate, options)
+            baseline = trusted_variant(resolve_baseline(options.baseline, subject, iteration, registry_url), gate, options)
         except BaseException:
             # Nothing ran: leave no empty iteration (or workspace) behind.
             shutil.rmtree(iteration, ignore_errors=True)

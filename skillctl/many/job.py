@@ -4,8 +4,9 @@ comes back.
 Both are made of strings, numbers, bytes and tuples, so they pickle and cross to a Ray node
 unchanged: nothing else travels. A job carries what a node cannot find on its own — the text
 of a scripted model, the packed input files — and names the rest: skills by reference in a
-registry every node reaches (a shared folder or ``oci://``), images by name (each node runs its
-own Docker Engine). A result carries the transcript and the files the run produced as bytes,
+registry every node reaches (a shared folder or ``oci://``) — or, once a project's trust policy
+passed them, as the exact ``ResolvedSkill`` (plain strings: name, version, digest) —, images by
+name (each node runs its own Docker Engine). A result carries the transcript and the files the run produced as bytes,
 because they were written on the node.
 """
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from skillctl.errors import ConfigError
+from skillctl.protocols import ResolvedSkill
 
 # The limits a job may set, with RunSpec's field names.
 LIMIT_FIELDS = ("max_steps", "max_seconds", "max_tokens", "context_budget", "timeout_ms")
@@ -103,7 +105,7 @@ class Job:
     task: str
     model: str
     model_script: str | None = None
-    skills: tuple[str, ...] = ()
+    skills: tuple[str | ResolvedSkill, ...] = ()
     inputs: tuple[str, ...] = ()
     input_archive: bytes | None = None
     settings: RunSettings = field(default_factory=RunSettings)

@@ -49,6 +49,12 @@ REQUIREMENTS_FILE = "skills.yaml"
 LOCK_FILE = "skills.lock"
 
 
+def project_file(lock: Path | None = None) -> Path:
+    """A run's project file: the ``skills.yaml`` beside ``lock`` when one is given, else the one
+    in the current folder (it may not exist). Its ``network:`` and ``trust:`` both apply."""
+    return (lock.resolve().parent if lock else Path.cwd()) / REQUIREMENTS_FILE
+
+
 @dataclass(frozen=True)
 class Requirements:
     skills: dict[str, str]  # name -> range

@@ -7,7 +7,8 @@
       make_egress()                           the network policy's session, secrets read now
                                               (None without a network)
       registry() -> resolve_skills()          the skills' metadata only, before any container;
-                                              with a lock, check_trust() applies its policy
+                                              the project's trust policy on every skill: the
+                                              lock's (check_trust) or skills.yaml's (project_gate)
       fetch_bundles(skills, registry)         every bundle fetched once and verified; the
                                               environment and the loader both read these
       memory_session()                        hold the long-term memory (one run at a time)
@@ -58,6 +59,7 @@ from skillctl.runtime.transcript import Transcript
 
 if TYPE_CHECKING:
     from skillctl.egress.session import EgressSession
+    from skillctl.trust.enforce import Gate
 
 
 def run(spec: RunSpec) -> RunResult:
@@ -117,7 +119,8 @@ class Runner:
         result.skills = [{"name": s.name, "version": s.version, "digest": s.digest} for s in skills]
         result.memory = str(self.memory.folder) if self.memory is not None else None
         if self.egress is not None:  # stopped by now: its counts are final
-            result.egress = self.egress.summary.to_dict()
+            # With the policy it enforced and where it came from: a project file may have chosen it.
+            result.egress = {**self.egress.summary.to_dict(), "policy": self.egress.policy.report()}
             result.warnings += self.egress.problems
         return result
 
@@ -165,24 +168,34 @@ class Runner:
                 yield registry
 
     def resolve_skills(self, registry: RegistryReader | None) -> list[ResolvedSkill]:
-        """Every requested skill's metadata, sorted by name; a lock's digests are enforced."""
+        """Every requested skill's metadata, sorted by name; a lock's digests are enforced, and
+        the project's trust policy applies to every skill, locked or named (``spec.skills``)."""
         if registry is None:
             return []
-        refs: list[str | ResolvedSkill] = list(self.spec.skills)
+        named = resolve_all(registry, list(self.spec.skills))
+        locked: list[ResolvedSkill] = []
         if self.spec.lock is not None:
             from skillctl.registry.lockfile import read_lock, resolve_locked
 
             lock = read_lock(self.spec.lock)
-            self.check_trust(lock, registry)
-            refs += [resolve_locked(registry, s) for s in lock.skills]
-        return resolve_all(registry, refs)
+            gate = self.check_trust(lock, registry)
+            locked = [resolve_locked(registry, s) for s in lock.skills]
+        else:
+            gate = self.project_gate()
+        if gate is not None:
+            # A skill named beside the lock is held to the lock's policy too: naming it on the
+            # command line is no way around the project's keys and audit.
+            pinned = {(s.name, s.version, s.digest) for s in locked}
+            gate.check_all(registry, [s for s in named if (s.name, s.version, s.digest) not in pinned])
+        return resolve_all(registry, [*named, *locked])
 
-    def check_trust(self, lock: Any, registry: RegistryReader) -> None:
-        """The lock's trust policy on every locked version, before any container exists. The
-        skills.yaml beside the lock, when there is one, must hold the same policy."""
+    def check_trust(self, lock: Any, registry: RegistryReader) -> Gate | None:
+        """The lock's trust policy on every locked version, before any container exists; the
+        gate, for the skills named beside the lock (None without a policy). The skills.yaml
+        beside the lock, when there is one, must hold the same policy."""
         from skillctl.errors import LockError
         from skillctl.registry.lockfile import REQUIREMENTS_FILE
-        from skillctl.trust.enforce import check_lock
+        from skillctl.trust.enforce import check_locked, lock_gate
         from skillctl.yamlfile import read_yaml
 
         assert self.spec.lock is not None
@@ -192,8 +205,20 @@ class Runner:
         if beside.exists():
             doc = read_yaml(beside, error=LockError, missing="")
             current = doc.get("trust") if isinstance(doc, dict) else None
-        check_lock(lock, registry, folder, where=str(beside if beside.exists() else self.spec.lock), progress=self.progress,
-                   current_trust=current)
+        gate = lock_gate(lock, folder, where=str(beside if beside.exists() else self.spec.lock), progress=self.progress,
+                         current_trust=current)
+        if gate is not None:
+            check_locked(gate, lock, registry)
+        return gate
+
+    def project_gate(self) -> Gate | None:
+        """For a run without a lock: the trust policy of ``spec.project`` (its skills.yaml) as it
+        is now; None without a project or a ``trust:`` section."""
+        if self.spec.project is None:
+            return None
+        from skillctl.trust.enforce import project_gate
+
+        return project_gate(self.spec.project, progress=self.progress)
 
     def fetch_bundles(self, skills: list[ResolvedSkill], registry: RegistryReader | None) -> dict[str, BundleContents]:
         """Every skill's bundle, fetched once and verified (digest, then as a hostile archive)

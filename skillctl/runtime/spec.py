@@ -36,6 +36,10 @@ class RunSpec:
     - ``skills``: references (``NAME``, ``NAME@RANGE``, ``skill_ID[@VERSION]``) or resolved
       skills; ``lock``: a skills.lock whose skills load too, digests enforced. None at all is a
       run without skills (the baseline of an eval).
+    - ``project``: the project's ``skills.yaml``, whose ``trust:`` policy then applies to every
+      skill the run loads, however it was named (the CLI passes the one in the current folder).
+      With a ``lock`` the policy is the one the lock was written with, for the skills in
+      ``skills`` too, and the project is the skills.yaml beside the lock.
     - ``registry``: a URL (default: ``SKILLCTL_REGISTRY``, else the user folder), or an open
       registry; opened only when there are skills to load.
     - ``sandbox``: ``docker`` or ``local`` (needs ``allow_unsafe_local``); ``image``: the image
@@ -69,6 +73,7 @@ class RunSpec:
     model: str | Model
     skills: Sequence[str | ResolvedSkill] = ()
     lock: Path | None = None
+    project: Path | None = None
     registry: str | RegistryReader | None = None
     base_url: str | None = None
     sandbox: str = "docker"
@@ -127,6 +132,9 @@ class RunSpec:
             problems.append("checks must be a list of non-empty commands")
         if self.check_timeout_s <= 0:
             problems.append(f"check_timeout_s must be positive, got {self.check_timeout_s}")
+        if self.lock is not None and self.project is not None and not _same_folder(self.lock, self.project):
+            problems.append(f"project {self.project} is not beside lock {self.lock}: a lock's trust policy is the one of the "
+                            "skills.yaml beside it (leave project out)")
         network = self.network_policy  # a bad policy is a ConfigError of its own, naming every problem
         if network is not None and network.enabled and self.sandbox != "docker":
             problems.append(f"network egress needs the docker sandbox (the {self.sandbox} sandbox has the host's whole network)")
@@ -155,3 +163,7 @@ class RunSpec:
     def catalog_budget_chars(self) -> int:
         # About 2 % of the context window, at ~4 characters per token (Codex uses the same share).
         return self.catalog_budget or max(200, int(self.context_budget * 0.02 * 4))
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    return a.resolve().parent == b.resolve().parent

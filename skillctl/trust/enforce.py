@@ -1,4 +1,5 @@
-"""Applying a project's trust policy to skill versions: at ``lock``, ``install`` and ``run --lock``.
+"""Applying a project's trust policy to skill versions: at ``lock``, ``install`` and every run
+that loads skills in a project (``run``, ``batch``, ``eval``), however the skills were named.
 
 For each version, before anything is written anywhere (a lock, an install folder, a container):
 
@@ -12,22 +13,27 @@ For each version, before anything is written anywhere (a lock, an install folder
 
 Every version is checked; the error names each refused one with its one-line reason. At install
 and run time the policy is the one the lock was written with, and every key file must still have
-the key id the lock recorded (a changed key file is refused, never trusted silently).
+the key id the lock recorded (a changed key file is refused, never trusted silently); a skill a
+run names beside the lock (``--skill``) passes the same policy. A run without a lock in a project
+applies the ``trust:`` section of its ``skills.yaml`` as it is now (``project_gate``). A skill
+folder cannot be signed: under a policy that requires signatures it is refused unless the caller
+allows folders, and then only the audit applies to it (``Gate.for_folders``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from skillctl.bundle import sha256_digest
-from skillctl.errors import BundleError, IntegrityError, TrustError
+from skillctl.errors import BundleError, ConfigError, IntegrityError, TrustError
 from skillctl.protocols import RegistryReader, ResolvedSkill
 from skillctl.trust.keys import PublicKey, short_id
 from skillctl.trust.policy import TrustPolicy, load_keys, parse_policy
 from skillctl.trust.statement import Subject
 from skillctl.trust.verify import verify_envelopes
+from skillctl.yamlfile import read_yaml
 
 Progress = Callable[[str], None]
 
@@ -65,6 +71,15 @@ class Gate:
 
     def key_ids(self) -> dict[str, str]:
         return {rel: key.keyid for rel, key in zip(self.policy.keys, self.keys)}
+
+    @property
+    def requires_signatures(self) -> bool:
+        return bool(self.keys) and self.policy.require_signatures
+
+    def for_folders(self) -> "Gate":
+        """The gate for skills packed from a folder the user named, once they allowed that: a
+        folder has no signature to check, so only the policy's audit applies to it."""
+        return Gate(replace(self.policy, require_signatures=False), [], self.progress)
 
     def check(self, skill: ResolvedSkill, data: bytes, envelopes: Sequence[bytes], *, locked_signer: str | None = None) -> str | None:
         """The key id that signed ``skill`` (None without keys in the policy), or TrustError with
@@ -130,21 +145,55 @@ def gate_for_requirements(requirements: Any, base: Path, *, where: str, progress
     return Gate.open(requirements.trust, base, where=where, progress=progress)
 
 
-def check_lock(lock: Any, registry: RegistryReader, base: Path, *, where: str, progress: Progress | None = None,
-               current_trust: Any = ...) -> dict[str, bytes]:
-    """Check every version of ``lock`` against the policy it was written with (key files relative
-    to ``base``); the checked bundles by name ({} when the lock has no policy). ``current_trust``
-    is skills.yaml's ``trust:`` section now, when there is a skills.yaml: it must not differ."""
-    from skillctl.registry.lockfile import resolve_locked
+def project_gate(skills_yaml: Path, *, progress: Progress | None = None) -> Gate | None:
+    """The gate for the ``trust:`` section of a project's ``skills.yaml`` as it is now (key files
+    relative to its folder, read now); None when the file has no such section."""
+    doc = read_yaml(skills_yaml, error=ConfigError, missing=f"project file {skills_yaml} not found")
+    if not isinstance(doc, dict) or "trust" not in doc:
+        return None
+    return Gate.open(doc["trust"], skills_yaml.parent, where=str(skills_yaml), progress=progress)
 
+
+def folder_gate(gate: Gate, folder: str, *, where: str, allowed: bool) -> Gate:
+    """The gate for a skill packed from ``folder`` on this machine: a folder has no signature,
+    so under a policy that requires signatures it is refused unless the user ``allowed``
+    folders; then only the policy's audit applies to it."""
+    if gate.requires_signatures and not allowed:
+        raise TrustError(
+            f"refused by the trust policy: {folder} is a skill folder, which cannot be signed, and {where} requires "
+            "signatures; pass --allow-local-skills to load it anyway (the audit threshold still applies)"
+        )
+    return gate.for_folders()
+
+
+def lock_gate(lock: Any, base: Path, *, where: str, progress: Progress | None = None, current_trust: Any = ...) -> Gate | None:
+    """The gate for the policy ``lock`` was written with (key files relative to ``base``, each
+    still holding the key the lock recorded); None when the lock has no policy.
+    ``current_trust`` is skills.yaml's ``trust:`` section now, when there is a skills.yaml: it
+    must not differ."""
     if current_trust is not ... and current_trust != lock.requirements.trust:
         raise TrustError(
             f"refused by the trust policy: the trust section of {where} changed since skills.lock was written; run skillctl lock"
         )
     if lock.requirements.trust is None:
-        return {}
+        return None
     recorded = (lock.trust or {}).get("keys", {})
-    gate = Gate.open(lock.requirements.trust, base, where=where, recorded=recorded, progress=progress)
+    return Gate.open(lock.requirements.trust, base, where=where, recorded=recorded, progress=progress)
+
+
+def check_lock(lock: Any, registry: RegistryReader, base: Path, *, where: str, progress: Progress | None = None,
+               current_trust: Any = ...) -> dict[str, bytes]:
+    """Check every version of ``lock`` against the policy it was written with (``lock_gate``);
+    the checked bundles by name ({} when the lock has no policy)."""
+    gate = lock_gate(lock, base, where=where, progress=progress, current_trust=current_trust)
+    return check_locked(gate, lock, registry) if gate is not None else {}
+
+
+def check_locked(gate: Gate, lock: Any, registry: RegistryReader) -> dict[str, bytes]:
+    """Every version of ``lock`` through ``gate``, each still signed by the signer it records;
+    the checked bundles by name."""
+    from skillctl.registry.lockfile import resolve_locked
+
     resolved, problems = [], []
     for skill in sorted(lock.skills, key=lambda s: s.name):
         try:
