@@ -9,6 +9,7 @@
     │   ├── ImmutableVersionError a published version would change
     │   ├── IntegrityError        a digest does not match what was promised
     │   └── UnsupportedError      this kind of registry cannot do that (e.g. remove on OCI)
+    ├── SourceError               a skill source (a git repository, a folder) cannot be read or is hostile
     ├── LockError                 skills.yaml / skills.lock is missing, stale or invalid
     ├── SandboxError              the container (or local sandbox) cannot do what was asked
     │   ├── SandboxTimeout        the host-side deadline for a call passed
@@ -64,6 +65,10 @@ class UnsupportedError(RegistryError):
     """The registry lacks the capability (``Registry.capabilities`` says which it has). Raised
     by the operation itself, never replaced by silently doing nothing; the message says why and
     what to do instead."""
+
+
+class SourceError(SkillctlError):
+    pass
 
 
 class LockError(SkillctlError):

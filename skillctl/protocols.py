@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ContextManager, Iterator, Literal, Protoc
 from skillctl.messages import Message, ToolCall
 
 if TYPE_CHECKING:  # the registry's plain records; imported for annotations only (no cycle)
+    from skillctl.bundle.read import BundleContents
     from skillctl.registry.prepare import PreparedBundle
     from skillctl.registry.records import Problem, PublishResult, SkillRecord, VersionRecord
     from skillctl.registry.refs import SkillRef
@@ -267,6 +268,83 @@ class Registry(RegistryReader, Protocol):
     def attach_signature(self, skill: ResolvedSkill, envelope: bytes) -> str:
         """"attached", or "unchanged" when these exact bytes are already kept with the version."""
         ...
+
+
+# ---------------------------------------------------------------------------- sources
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """Where a project takes one skill from, as ``skills.yaml`` or ``skillctl add`` says it.
+
+    ``kind`` is ``registry`` (``location`` a registry URL: a folder, ``oci://…`` or a well-known
+    site ``https://…``; ``ref`` a version range), ``git`` (``location`` a repository URL as git
+    takes it — ``https://``, ``ssh://``, ``file://``, or ``git://``/``http://`` with ``insecure``;
+    ``ref`` a tag, branch or commit, "" for the remote's default branch; ``subdir`` the folder in
+    the repository to take the skill from or to search, "" for the whole repository) or ``path``
+    (``location`` a folder on this machine, as written: relative to the project). ``name`` is
+    the skill's name; "" while a source is searched for the skills it holds.
+    """
+
+    kind: str
+    location: str
+    ref: str = ""
+    subdir: str = ""
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class SourcePin:
+    """What a ``SourceSpec`` resolved to, exactly: installing a pin twice gives the same files.
+
+    ``revision`` is what the source itself pins — a registry's skill id, a git commit (40 hex),
+    "" for a folder; ``version`` the SemVer the skill carries ("" when it has none, possible for
+    git and folders); ``subdir`` where in the source the skill was found. ``digest`` is the
+    ``sha256:`` of the artifact (a registry's bundle; for git and folders the canonical
+    ``.skill.tgz`` ``pack`` would make) and ``tar_digest`` that of the canonical uncompressed tar,
+    the content's identity whatever the source. ``extra`` holds what one kind needs to find the
+    pin again (a site's versioned index, an artifact type, a signer), JSON-ready.
+    """
+
+    spec: SourceSpec
+    name: str
+    version: str
+    revision: str
+    digest: str
+    tar_digest: str
+    size: int
+    subdir: str = ""
+    description: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@runtime_checkable
+class Source(Protocol):
+    """One kind of place skills come from. Each answers the same questions, so the project
+    layer never asks which kind it holds (``skillctl.sources.open_source`` picks by kind):
+
+    - ``discover(spec)``: every skill the spec points at (a repository or folder may hold many),
+      each resolved — for git, at the commit ``spec.ref`` names now;
+    - ``resolve(spec)``: the one skill named ``spec.name``, resolved (``SourceError``, or
+      ``NotFoundError`` for a registry, when there is none, naming what there is);
+    - ``fetch(pin)``: its files, checked like a bundle (sizes, counts, names, no links), and
+      refused with ``IntegrityError`` unless they are exactly the pinned ones (``tar_digest``);
+    - ``newest(spec)``: the newest pin regardless of the spec's range or ref (for ``outdated``:
+      a registry's latest version, a git remote's default-branch head), or None if the kind has
+      no such notion (a folder).
+
+    Everything from a source is hostile until checked: ``fetch`` returns only checked contents.
+    """
+
+    kind: str
+
+    def discover(self, spec: SourceSpec, *, prereleases: bool = False) -> list[SourcePin]: ...
+
+    def resolve(self, spec: SourceSpec, *, prereleases: bool = False) -> SourcePin: ...
+
+    def fetch(self, pin: SourcePin) -> "BundleContents": ...
+
+    def newest(self, spec: SourceSpec) -> SourcePin | None: ...
 
 
 # ---------------------------------------------------------------------------- model
