@@ -4,6 +4,7 @@ reads for the validator; files only their owner may read."""
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import IO, Any
 
@@ -65,3 +66,23 @@ def tar_data_filter() -> dict[str, str]:
     import tarfile
 
     return {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically (a temporary file beside it, fsynced, renamed),
+    with the mode a new file would get: a project file (skills.lock, skills.yaml, a pylock) is
+    the project's, readable as the umask allows."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path("."))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            umask = os.umask(0)  # mkstemp makes 0600; honour the umask as open() does
+            os.umask(umask)
+            os.fchmod(fh.fileno(), 0o666 & ~umask)
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
