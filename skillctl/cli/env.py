@@ -33,7 +33,7 @@ def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Pat
     from skillctl.env.declare import Declarations, project_declarations, skill_declarations
     from skillctl.env.imports import folder_reader
     from skillctl.env.prepare import declarations_of
-    from skillctl.registry.lockfile import load_requirements
+    from skillctl.project.spec import load_project
 
     decl = Declarations()
     refs_in_registry = []
@@ -50,16 +50,16 @@ def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Pat
         reg = open_registry_for_cli(registry_url)
         decl = decl + declarations_of([reg.resolve(r) for r in refs_in_registry], reg)
     if req_path is not None:  # the project's declarations merge last
-        decl = decl + project_declarations(load_requirements(req_path).environment, str(req_path))
+        decl = decl + project_declarations(load_project(req_path).environment, str(req_path))
     return decl
 
 
 def _locked(lock_path: Path):
     from skillctl.env.prepare import locked_environment
     from skillctl.errors import EnvError
-    from skillctl.registry.lockfile import read_lock
+    from skillctl.project.lock import read_lock
 
-    env = locked_environment(read_lock(lock_path), lock_path)
+    env = locked_environment(read_lock(lock_path).environment, lock_path)
     if env is None:
         raise EnvError(f"{lock_path} has no environment section: nothing its skills or skills.yaml declare needs one")
     return env
@@ -230,6 +230,7 @@ def prune(everything, bases, lock_paths, keep_within, dry_run, image, fmt) -> No
     agent image go. JSON: {dry_run, removed: [{id, tags, packages, reason}], kept: [...]}.
     """
     from skillctl.env.images import apply_prune, image_id, locked_files, plan_prune
+    from skillctl.project.lock import read_lock
     from skillctl.env.resolve import uv_binary, uv_version
     from skillctl.sandbox.client import docker_client
 
@@ -245,7 +246,7 @@ def prune(everything, bases, lock_paths, keep_within, dry_run, image, fmt) -> No
             current = None  # no current agent image: every environment image is outdated
     paths = list(lock_paths) or [p for p in [Path("skills.lock")] if p.is_file()]
     plan = plan_prune(client, current_base=current, bases=[image_id(client, b) for b in bases],
-                      locks=locked_files(paths), keep_within_s=keep_within, everything=everything,
+                      locks=locked_files([(p, read_lock(p).environment) for p in paths]), keep_within_s=keep_within, everything=everything,
                       uv=uv_version(uv_binary()))
     done = plan if dry_run else apply_prune(client, plan)
     removed = [d for d in done if d.remove]

@@ -1,4 +1,4 @@
-"""``skillctl registry verify|gc|rebuild-index``: maintenance of a registry."""
+"""``skillctl registry verify|gc|rebuild-index|remove``: maintenance of a registry."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from skillctl.cli.common import emit_json, format_option, library_errors, open_r
 
 @click.group("registry")
 def registry_group() -> None:
-    """Maintain a registry (verify integrity, collect garbage, rebuild a lost index)."""
+    """Maintain a registry (verify integrity, collect garbage, rebuild a lost index, delete a version)."""
 
 
 @registry_group.command("verify")
@@ -86,3 +86,28 @@ def rebuild_index(registry_url: str | None, fmt: str) -> None:
     if report.old_index:
         click.echo(f"the old index is kept as {report.old_index}")
     click.echo("not recoverable from blobs: " + "; ".join(NOT_RECOVERABLE))
+
+
+@registry_group.command("remove")
+@click.argument("ref")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
+@registry_option
+@format_option
+@library_errors
+def remove(ref: str, yes: bool, registry_url: str | None, fmt: str) -> None:
+    """Delete NAME@VERSION — only if it was never fetched or locked.
+
+    Once anyone may depend on a version (it was pulled, installed, run or written into a
+    skills.lock), it can only be yanked. This keeps every lockfile ever written reproducible.
+    """
+    from skillctl.registry.refs import require_exact
+
+    require_exact(ref, "registry remove")
+    reg = open_registry_for_cli(registry_url)
+    rec = reg.resolve_record(ref)  # a version that is not there fails here, before any question
+    if not yes:
+        if not sys.stdin.isatty():
+            raise click.UsageError(f"registry remove {ref}: no terminal to confirm on; pass --yes to delete it")
+        click.confirm(f"remove {rec.name}@{rec.version} from {reg.url}?", abort=True, err=True)
+    rec = reg.remove(ref)
+    emit_json(rec.to_dict()) if fmt == "json" else click.echo(f"removed {rec.name}@{rec.version} (run `skillctl registry gc` to free its blob)")

@@ -1,4 +1,5 @@
-"""Registry commands: publish, list, show, versions, pull, yank, unyank, remove."""
+"""Registry commands: publish, list, show, versions, pull, yank, unyank (deleting a version is
+``skillctl registry remove``)."""
 
 from __future__ import annotations
 
@@ -207,23 +208,3 @@ def unyank(ref: str, registry_url: str | None, fmt: str) -> None:
     """Make a yanked NAME@VERSION resolvable by ranges again."""
     rec = open_registry_for_cli(registry_url).set_yanked(ref, False)
     emit_json(rec.to_dict()) if fmt == "json" else click.echo(f"unyanked {rec.name}@{rec.version}")
-
-
-@click.command("remove")
-@click.argument("ref")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@registry_option
-@format_option
-@library_errors
-def remove(ref: str, yes: bool, registry_url: str | None, fmt: str) -> None:
-    """Delete NAME@VERSION — only if it was never fetched or locked.
-
-    Once anyone may depend on a version (it was pulled, installed, run or written into a
-    skills.lock), it can only be yanked. This keeps every lockfile ever written reproducible.
-    """
-    reg = open_registry_for_cli(registry_url)
-    if not yes:
-        click.confirm(f"remove {ref} from {reg.url}?", abort=True, err=True)
-    rec = reg.remove(ref)
-    emit_json(rec.to_dict()) if fmt == "json" else click.echo(f"removed {rec.name}@{rec.version} (run `skillctl registry gc` to free its blob)")
-
