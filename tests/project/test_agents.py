@@ -151,3 +151,16 @@ def test_describe_gives_each_agent_its_resolved_folders_even_without_home(tmp_pa
     assert "codex" in by_name["cursor"]["shares_project_folder_with"]
     assert os.environ.get("HOME") is None or rows  # the listing never fails for lack of HOME
 
+
+def test_the_readme_table_is_the_shipped_table():
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("agents_table", root / "scripts/agents_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    readme = (root / "README.md").read_text("utf-8")
+    start = readme.index("<!-- agents-table:start")
+    start = readme.index("\n", start) + 1
+    end = readme.index("<!-- agents-table:end -->")
+    assert readme[start:end].strip() == module.render(), "run python scripts/agents_table.py and paste its table"
