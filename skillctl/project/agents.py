@@ -109,10 +109,12 @@ class Agent:
 
 @dataclass(frozen=True)
 class Target:
-    """A folder skills are written into, with the agents (table names) that read it; ``root``
-    is the folder it lies in that skillctl may not look beyond for links (the project root, or
-    the home folder or override folder of a user folder). ``agents`` is empty for the default
-    target, which no agent was named for."""
+    """A folder skills are written into, with the agents (table names) that read it; ``agents``
+    is empty for the default target, which no agent was named for. ``root``: for a project
+    target, the project folder, below which no folder on the way to ``path`` may be a link (a
+    cloned repository could plant one); None for a user folder, whose path is the user's own and
+    may go through links (a dotfiles manager's ``~/.claude``). Either way the entries inside
+    ``path`` are never followed."""
 
     path: Path
     agents: tuple[str, ...] = ()
@@ -207,14 +209,14 @@ def target_folders(
     project_root = Path(os.path.abspath(project_root))
     if not agents:
         if user:
-            return [Target(home_folder(environ) / DEFAULT_USER_TARGET[2:], (), home_folder(environ))]
+            return [Target(home_folder(environ) / DEFAULT_USER_TARGET[2:], (), None)]
         return [Target(project_root / DEFAULT_TARGET, (), project_root)]
     order: list[Path] = []
     served: dict[Path, list[str]] = {}
-    roots: dict[Path, Path] = {}
+    roots: dict[Path, Path | None] = {}
     for agent in agents:
         if user:
-            path, root = agent.user_folder(environ), _user_root(agent.user, environ)
+            path, root = agent.user_folder(environ), None
         else:
             path, root = agent.project_folder(project_root), project_root
         if path not in served:
@@ -224,18 +226,6 @@ def target_folders(
         if agent.name not in served[path]:
             served[path].append(agent.name)
     return [Target(path, tuple(served[path]), roots[path]) for path in order]
-
-
-def _user_root(location: Location, environ: Mapping[str, str]) -> Path:
-    """The folder a user folder lies in that skillctl checks for links below: the override's
-    folder when one is set, else the home folder."""
-    for override in location.env:
-        value = environ.get(override.var, "")
-        if value and os.path.isabs(value):
-            return Path(os.path.normpath(value))
-    if location.default.startswith("~/"):
-        return home_folder(environ)
-    return Path(location.default).parent
 
 
 def detect(environ: Mapping[str, str]) -> dict[str, bool]:

@@ -12,10 +12,12 @@ that marker is the only licence to touch a folder again:
 - :func:`remove_installed` deletes only a folder carrying skillctl's marker (or a link skillctl
   made), edited ones only with ``force``.
 
-Target folders are the user's: no path below the target's ``root`` (the project, or the home
-folder) is followed through a symbolic link when writing or deleting — a link planted at
-``.claude``, ``.claude/skills`` or ``.claude/skills/NAME`` is refused in one line (or, for NAME,
-left alone as not skillctl's), and deleting a linked install removes the link only.
+Target folders are the user's: in a project (the target's ``root``), no folder on the way to a
+target is followed through a symbolic link when writing or deleting — a link a cloned repository
+planted at ``.claude`` or ``.claude/skills`` is refused in one line. User folders (no ``root``)
+may be reached through the user's own links (dotfiles managers link ``~/.claude``). In either,
+an entry of the target (``.claude/skills/NAME``) that is a link is never followed: unless it is
+a link skillctl made into its link store it is left alone, and removing one removes the link.
 """
 
 from __future__ import annotations
@@ -119,11 +121,9 @@ class SyncPlan:
 # ------------------------------------------------------------------ paths in a target folder
 
 
-def _folders(target_dir: Path, root: Path | None) -> list[Path]:
+def _folders(target_dir: Path, root: Path) -> list[Path]:
     """``target_dir`` and every folder between it and ``root`` (exclusive), outermost first."""
     target = Path(os.path.abspath(target_dir))
-    if root is None:
-        return [target]
     base = Path(os.path.abspath(root))
     if target == base:
         return [target]
@@ -144,17 +144,33 @@ def _link_refused(path: Path) -> InstallError:
     )
 
 
+def _trusted_target(target: Path, create: bool) -> Path | None:
+    """A target whose path is the user's own (no root): links on the way are theirs."""
+    if os.path.isdir(target):
+        return target
+    if os.path.lexists(target):
+        raise InstallError(f"{target}: not a folder (or a link to nothing); skills go into a folder there — move it away")
+    if not create:
+        return None
+    try:
+        os.makedirs(target, 0o755, exist_ok=True)
+    except OSError as exc:
+        raise InstallError(f"{target}: cannot create the folder ({exc.strerror}); check the target") from None
+    return target
+
+
 def _checked_target(target_dir: Path, root: Path | None, *, create: bool) -> Path | None:
     """``target_dir`` (absolute) after checking that neither it nor a folder between it and
-    ``root`` is a link or a file; missing folders are created when ``create``, else None."""
+    ``root`` is a link or a file; missing folders are created when ``create``, else None. With no
+    ``root`` the path is trusted (:func:`_trusted_target`)."""
+    if root is None:
+        return _trusted_target(Path(os.path.abspath(target_dir)), create)
     folders = _folders(target_dir, root)
-    # Above the checked folders: a root an override names may not exist yet ($CLAUDE_CONFIG_DIR=~/new).
-    base = Path(os.path.abspath(root)) if root is not None else folders[-1].parent
-    if create and not os.path.lexists(base):
+    if create and not os.path.lexists(root):
         try:
-            os.makedirs(base, 0o755, exist_ok=True)
+            os.makedirs(root, 0o755, exist_ok=True)
         except OSError as exc:
-            raise InstallError(f"{base}: cannot create the folder ({exc.strerror}); check the target") from None
+            raise InstallError(f"{root}: cannot create the folder ({exc.strerror}); check the target") from None
     for path in folders:
         try:
             st = os.lstat(path)
@@ -320,7 +336,8 @@ def install_into(
     refuses the link, a copy is written instead and the outcome's ``note`` says why. A folder
     without the marker is never replaced (``left-unmarked``; adopted if it already holds exactly
     these files); a marked one edited in place is left (``left-edited``) unless ``force``.
-    ``root``: the folder (project or home) below which no link is followed.
+    ``root``: the project folder below which no folder on the way may be a link (None for a
+    user folder, see :class:`skillctl.project.agents.Target`).
     """
     wanted = markers.build(contents, marker)
     name = contents.name

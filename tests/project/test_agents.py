@@ -111,7 +111,7 @@ def test_no_agent_named_is_the_default_folder(tmp_path):
     assert target_folders([], user=False, project_root=tmp_path, environ={}) == [Target(tmp_path / ".agents/skills", (), tmp_path)]
     home = tmp_path / "home"
     assert target_folders([], user=True, project_root=tmp_path, environ={"HOME": str(home)}) == [
-        Target(home / ".agents/skills", (), home)
+        Target(home / ".agents/skills", (), None)  # a user folder's path is the user's own
     ]
 
 

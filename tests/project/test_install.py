@@ -288,3 +288,15 @@ def test_where_links_are_refused_the_skill_is_copied_instead(tmp_path):
     assert folder.is_dir() and not folder.is_symlink() and (folder / MARKER).is_file()
     [entry] = scan(tmp_path / "skills")
     assert entry.ours and not entry.edited and not entry.linked
+
+
+def test_a_user_folder_may_be_reached_through_the_users_own_links(tmp_path, demo):
+    """A dotfiles manager (GNU stow) links ~/.claude to a repository: --user still installs."""
+    home, dotfiles = tmp_path / "home", tmp_path / "dotfiles/claude/.claude"
+    dotfiles.mkdir(parents=True)
+    home.mkdir()
+    os.symlink(dotfiles, home / ".claude")
+    [target] = target_folders(["claude-code"], user=True, project_root=tmp_path, environ={"HOME": str(home)})
+    assert install_into(target.path, demo, provenance(demo), root=target.root).action == INSTALLED
+    assert (dotfiles / "skills/demo/SKILL.md").is_file()
+    assert remove_installed(target.path, "demo", root=target.root).action == REMOVED
