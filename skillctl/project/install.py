@@ -128,7 +128,7 @@ def _folders(target_dir: Path, root: Path) -> list[Path]:
     if target == base:
         return [target]
     if base not in target.parents:
-        raise InstallError(f"{target}: not inside {base}; a target folder must lie inside its project or home folder")
+        raise InstallError(f"{target}: not inside {base}; a project target must lie inside its project folder")
     parts = target.relative_to(base).parts
     return [base.joinpath(*parts[: i + 1]) for i in range(len(parts))]
 
