@@ -11,6 +11,7 @@
     │   └── UnsupportedError      this kind of registry cannot do that (e.g. remove on OCI)
     ├── SourceError               a skill source (a git repository, a folder) cannot be read or is hostile
     ├── LockError                 skills.yaml / skills.lock is missing, stale or invalid
+    ├── InstallError              a target folder cannot be written or cleaned safely (a link, no access)
     ├── SandboxError              the container (or local sandbox) cannot do what was asked
     │   ├── SandboxTimeout        the host-side deadline for a call passed
     │   └── EgressError           the run's network, egress proxy or firewall cannot be set up
@@ -73,6 +74,11 @@ class SourceError(SkillctlError):
 
 class LockError(SkillctlError):
     pass
+
+
+class InstallError(SkillctlError):
+    """A skill cannot be written into, or removed from, an agent's folder: a path in the way is a
+    symbolic link or not a folder, or the file system refused. The message names the path."""
 
 
 class SandboxError(SkillctlError):

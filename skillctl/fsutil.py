@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Iterator
 
 
 def fsync_dir(path: Path) -> None:
@@ -22,6 +22,23 @@ def fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def walk_no_links(folder: Path) -> Iterator[tuple[str, os.stat_result]]:
+    """Every entry below ``folder`` as (path relative to it with ``/``, its ``lstat``), a folder
+    before what it holds; links are reported, never followed. OSError when a folder cannot be
+    listed (the caller decides what that means)."""
+    pending = [""]
+    while pending:
+        rel_dir = pending.pop()
+        with os.scandir(folder / rel_dir if rel_dir else folder) as it:
+            entries = list(it)
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            st = entry.stat(follow_symlinks=False)
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(rel)
+            yield rel, st
 
 
 def open_private(path: Path, mode: str = "w") -> IO[Any]:

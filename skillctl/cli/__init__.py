@@ -20,6 +20,7 @@ from skillctl.errors import SkillctlError
 # command name -> "module:attribute" (module relative to skillctl.cli)
 COMMANDS: dict[str, str] = {
     "validate": "validate:validate",
+    "agents": "agents:agents_cmd",
     "lint": "validate:lint",
     "init": "init:init_cmd",
     "version": "version:version_cmd",
@@ -59,6 +60,7 @@ COMMANDS: dict[str, str] = {
 
 
 SUMMARIES: dict[str, str] = {
+    "agents": "List the agents skills can be installed for (--agent NAME, targets:), with their folders.",
     "audit": "Audit skills for malicious or risky content, without running anything.",
     "batch": "Run every task of TASKS (JSON Lines) as its own agent run, several at once.",
     "catalog": "Print the <available_skills> block the model would see for REFs (metadata only).",
