@@ -19,6 +19,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from registry.helpers import flip_byte, tree, write_skill
+
+from skillctl.project.marker import MARKER
 from skillctl.cli import cli
 
 REPO_SKILLS = Path(__file__).resolve().parent.parent / "skills"
@@ -247,7 +249,7 @@ def test_list_show_versions_json_field_names(isolated: Path) -> None:
         (("pull", "demo@2.0.0", "-o", "out"), "demo@2.0.0 is not published"),
         (("yank", "demo"), "yank needs an exact version"),
         (("unyank", "demo@^1"), "unyank needs an exact version"),
-        (("remove", "demo@1", "--yes"), "remove needs an exact version"),
+        (("registry", "remove", "demo@1", "--yes"), "registry remove needs an exact version"),
     ],
 )
 def test_failures_are_one_line_and_exit_1(isolated: Path, args: tuple[str, ...], message: str) -> None:
@@ -299,20 +301,26 @@ def test_yank_unyank_via_cli(isolated: Path) -> None:
 def test_remove_only_while_never_fetched(isolated: Path) -> None:
     for v in ("1.0.0", "1.1.0"):
         run("publish", write_skill(isolated / f"src-{v}", "demo", v))
-    assert as_json(run("remove", "demo@1.1.0", "--yes", "--format", "json"))["version"] == "1.1.0"
+    assert as_json(run("registry", "remove", "demo@1.1.0", "--yes", "--format", "json"))["version"] == "1.1.0"
     run("pull", "demo@1.0.0", "-o", "v")
-    assert "yank it instead" in error_line(run("remove", "demo@1.0.0", "--yes", ok=False))
-    # without --yes it asks; "n" aborts without removing
-    r = CliRunner().invoke(cli, ["remove", "demo@1.0.0"], input="n\n")
-    assert r.exit_code == 1 and "Aborted" in r.output
+    assert "yank it instead" in error_line(run("registry", "remove", "demo@1.0.0", "--yes", ok=False))
+    # without --yes and without a terminal to ask on: one line naming --yes, nothing removed
+    r = CliRunner().invoke(cli, ["registry", "remove", "demo@1.0.0"], input="y\n")
+    assert r.exit_code == 2 and "pass --yes" in r.output and "Aborted" not in r.output
+    # a version that is not there is said before anything is asked
+    r = CliRunner().invoke(cli, ["registry", "remove", "demo@9.9.9"])
+    assert r.exit_code == 1 and "9.9.9" in r.output and "pass --yes" not in r.output
     assert [v["version"] for v in as_json(run("versions", "demo", "--format", "json"))] == ["1.0.0"]
+    # the project command of that name points to the registry's
+    r = CliRunner().invoke(cli, ["remove", "demo@1.0.0"])
+    assert r.exit_code == 2 and "skillctl registry remove demo@1.0.0" in r.output
 
 
 def test_registry_verify_clean_and_gc(isolated: Path) -> None:
     run("publish", write_skill(isolated / "a", "demo", "1.0.0"))
     run("publish", write_skill(isolated / "b", "demo", "1.1.0"))
     assert as_json(run("registry", "verify", "--format", "json")) == {"registry": str(isolated / "registry"), "ok": True, "problems": []}
-    run("remove", "demo@1.1.0", "--yes")
+    run("registry", "remove", "demo@1.1.0", "--yes")
     verify = as_json(run("registry", "verify", "--format", "json"))
     assert verify["ok"] is True and [p["kind"] for p in verify["problems"]] == ["orphan"]
     assert as_json(run("registry", "gc", "--format", "json"))["removed"] == []  # within the grace period
@@ -349,6 +357,11 @@ def _project(isolated: Path, requirements: str) -> None:
     (isolated / "skills.yaml").write_text(requirements)
 
 
+def skill_tree(folder: Path) -> dict:
+    """An installed skill's files, without the marker install adds."""
+    return {rel: v for rel, v in tree(folder).items() if rel != MARKER}
+
+
 def test_lock_then_frozen_install(isolated: Path) -> None:
     _project(isolated, "skills:\n  alpha: ^1\n  beta: ~0.3\n")
     locked = as_json(run("lock", "--format", "json"))
@@ -356,13 +369,14 @@ def test_lock_then_frozen_install(isolated: Path) -> None:
     before = (isolated / "skills.lock").read_bytes()
     installed = as_json(run("install", "--frozen", "-o", "vendor", "--format", "json"))
     assert [(i["name"], i["version"]) for i in installed] == [("alpha", "1.1.0"), ("beta", "0.3.0")]
-    assert tree(isolated / "vendor" / "alpha") == tree(isolated / "src-alpha-1.1.0" / "alpha")
+    assert skill_tree(isolated / "vendor" / "alpha") == tree(isolated / "src-alpha-1.1.0" / "alpha")
+    assert (isolated / "vendor" / "alpha" / MARKER).is_file()  # what sync and remove recognise as theirs
     assert (isolated / "skills.lock").read_bytes() == before  # --frozen never rewrites the lock
     run("install", "--frozen", "-o", "vendor")  # idempotent
     # a new release does not change a frozen install
     run("publish", write_skill(isolated / "src-alpha-1.2.0", "alpha", "1.2.0"))
     run("install", "--frozen", "-o", "vendor2")
-    assert tree(isolated / "vendor2" / "alpha") == tree(isolated / "src-alpha-1.1.0" / "alpha")
+    assert skill_tree(isolated / "vendor2" / "alpha") == tree(isolated / "src-alpha-1.1.0" / "alpha")
 
 
 def test_frozen_install_fails_without_a_lock(isolated: Path) -> None:

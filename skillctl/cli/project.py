@@ -55,13 +55,11 @@ env_options = _options(_env_opts)
 target_options = _options(_target_opts)
 
 
-def _explicit_registry(registry_url: str | None) -> str | None:
-    """``--registry`` when given on the command line: it replaces the project's default
-    registry. ``SKILLCTL_REGISTRY`` does not — a project naming its registries keeps them."""
-    ctx = click.get_current_context()
-    if ctx.get_parameter_source("registry_url") == click.core.ParameterSource.COMMANDLINE:
-        return registry_url
-    return None
+def _default_registry(registry_url: str | None) -> str | None:
+    """``--registry`` or ``SKILLCTL_REGISTRY`` replace the project's default registry (the order
+    npm and pip use: command line, then environment, then the project's file); without either,
+    ``registries.default`` of skills.yaml, then the URL the lock recorded."""
+    return registry_url
 
 
 def workspace(req_path: Path, lock_path: Path, registry_url: str | None, *, git_token_stdin: bool = False,
@@ -84,7 +82,7 @@ def workspace(req_path: Path, lock_path: Path, registry_url: str | None, *, git_
     def opener(url: str):
         return open_registry(url, create=False, **options)
 
-    return Workspace(req_path, lock_path, registry_override=_explicit_registry(registry_url), registry_opener=opener,
+    return Workspace(req_path, lock_path, registry_override=_default_registry(registry_url), registry_opener=opener,
                      insecure=bool(access.get("insecure")), git_token=token, allow_unsigned=allow_unsigned, progress=progress)
 
 
@@ -99,19 +97,23 @@ def _print_moves(moves, *, upgraded: bool = False) -> None:
         click.echo(move.line())
 
 
+def _shown(item: dict[str, str]) -> str:
+    return f"{item['path']} ({item['version']})" if item.get("version") else item["path"]
+
+
 def _report_sync(report, fmt: str, extra: dict[str, Any] | None = None) -> None:
     if fmt == "json":
         emit_json({**(extra or {}), **report.to_dict()})
         return
-    for line in report.edited:
-        click.echo(f"edited in place, left alone: {line} (--force replaces it)", err=True)
-    for line in report.foreign:
-        click.echo(f"not installed by skillctl, left alone: {line}", err=True)
+    for item in report.edited:
+        click.echo(f"edited in place, left alone: {item['path']} (--force replaces it)", err=True)
+    for item in report.foreign:
+        click.echo(f"not installed by skillctl, left alone: {item['path']}", err=True)
     prefix = "would " if report.dry_run else ""
-    for line in report.written:
-        click.echo(f"{prefix}install {line}")
-    for line in report.removed:
-        click.echo(f"{prefix}remove {line}")
+    for item in report.written:
+        click.echo(f"{prefix}install {_shown(item)}")
+    for item in report.removed:
+        click.echo(f"{prefix}remove {_shown(item)}")
     click.echo(report.summary())
 
 
@@ -187,7 +189,12 @@ def install_cmd(req_path: Path, lock_path: Path, out_dir: Path | None, frozen: b
         lock = ws.frozen() if frozen else ws.current(env=_env(index, allow_sdist, image))[0]
         targets = ws.target_folders(agents, user=user, out=out_dir)
         report = ws.sync(lock, targets, remove=False, force=force, link=link)
-    _report_sync(report, fmt, {"lock": str(lock_path), "targets": [str(t) for t in targets]})
+    if fmt == "json":
+        # One entry per locked skill and folder: name, version, digest, path, and what was done.
+        digests = {s.name: s.digest for s in lock.skills}
+        emit_json([{**item, "digest": digests.get(item["name"], "")} for item in report.per_skill()])
+        return
+    _report_sync(report, fmt)
 
 
 @click.command("sync")
@@ -213,7 +220,7 @@ def sync_cmd(req_path: Path, lock_path: Path, dry_run: bool, agents, user: bool,
         lock = ws.frozen()
         targets = ws.target_folders(agents, user=user)
         report = ws.sync(lock, targets, remove=True, force=force, link=link, dry_run=dry_run)
-    _report_sync(report, fmt, {"lock": str(lock_path), "targets": [str(t) for t in targets]})
+    _report_sync(report, fmt, {"lock": str(lock_path), "targets": [str(t.path) for t in targets]})
 
 
 # ---------------------------------------------------------------------------- add / remove

@@ -20,8 +20,8 @@ a tag, branch or commit (default: the remote's default branch); ``path`` the ski
 repository (default: the repository is searched for a skill of the entry's name). Every problem of
 the file is reported at once, on one line, each naming its place.
 
-The default registry is, in order: ``--registry``, ``registries.default``, ``SKILLCTL_REGISTRY``,
-the user's data folder. Files written by older skillctl (only ``skills: {NAME: RANGE}``) read as
+The default registry is, in order: ``--registry``, ``SKILLCTL_REGISTRY``, ``registries.default``,
+(for a locked skill) the URL the lock recorded, the user's data folder. Files written by older skillctl (only ``skills: {NAME: RANGE}``) read as
 they always did.
 """
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillctl.bundle import BundleContents, read_artifact
+from skillctl.bundle import DEFAULT_MTIME, BundleContents, read_artifact, repack
+from skillctl.project.agents import Target
 from skillctl.project.lock import Lock, LockedSkill
 from skillctl.project.store import ProjectStore
 
@@ -26,16 +27,27 @@ Progress = Callable[[str], None]
 
 @dataclass
 class SyncReport:
-    written: list[str] = field(default_factory=list)  # "FOLDER/NAME (label)"
-    removed: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    edited: list[str] = field(default_factory=list)  # marked folders changed in place: left alone
-    foreign: list[str] = field(default_factory=list)  # folders without skillctl's marker: never touched
+    """What install/sync did (or, with ``dry_run``, would do): per folder touched or looked at, a
+    ``{"name", "path", "version"}`` entry (``version``: the lock's label, e.g. ``1.1.0`` or a commit)."""
+
+    written: list[dict[str, str]] = field(default_factory=list)
+    removed: list[dict[str, str]] = field(default_factory=list)
+    unchanged: list[dict[str, str]] = field(default_factory=list)
+    edited: list[dict[str, str]] = field(default_factory=list)  # marked folders changed in place: left alone
+    foreign: list[dict[str, str]] = field(default_factory=list)  # folders without skillctl's marker: never touched
     dry_run: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"dry_run": self.dry_run, "written": self.written, "removed": self.removed, "unchanged": self.unchanged,
                 "edited": self.edited, "foreign": self.foreign}
+
+    def per_skill(self) -> list[dict[str, str]]:
+        """One entry per locked skill and folder, with what happened to it (``action``)."""
+        out = []
+        for action, items in (("installed", self.written), ("unchanged", self.unchanged), ("left-edited", self.edited),
+                              ("left-unmarked", self.foreign)):
+            out += [{**item, "action": action} for item in items]
+        return sorted(out, key=lambda item: (item["path"], item["name"]))
 
     def summary(self) -> str:
         verb = "would write" if self.dry_run else "wrote"
@@ -48,11 +60,15 @@ class SyncReport:
         return ", ".join(parts)
 
 
-def marker_for(skill: LockedSkill) -> dict[str, Any]:
+def _item(target: Path, name: str, skill: LockedSkill | None) -> dict[str, str]:
+    return {"name": name, "path": str(target / name), "version": skill.label().partition("@")[2] if skill else ""}
+
+
+def marker_for(skill: LockedSkill, tar_digest: str) -> dict[str, Any]:
     """What the folder's marker records of the installed skill (the install module adds the
     files' own state)."""
     return {"name": skill.name, "source": dict(skill.source), "version": skill.version, "revision": skill.revision,
-            "digest": skill.digest, "tar_digest": skill.tar_digest}
+            "digest": skill.digest, "tar_digest": tar_digest}
 
 
 def fetch_checked(lock: Lock, store: ProjectStore, names: Sequence[str]) -> dict[str, BundleContents]:
@@ -68,61 +84,73 @@ def fetch_checked(lock: Lock, store: ProjectStore, names: Sequence[str]) -> dict
     return out
 
 
-def sync_targets(lock: Lock, store: ProjectStore, targets: Sequence[Path], *, remove: bool, force: bool = False,
+def sync_targets(lock: Lock, store: ProjectStore, targets: Sequence[Target], *, remove: bool, force: bool = False,
                  link_store: Path | None = None, dry_run: bool = False, progress: Progress | None = None) -> SyncReport:
-    from skillctl.project.install import install_into, plan_sync, remove_installed
+    from skillctl.project.install import LEFT_UNMARKED, install_into, plan_sync, remove_installed
 
     by_name = lock.by_name()
-    wanted = {s.name: s.tar_digest for s in lock.skills}
+    # A site's artifact has no tar digest in the lock: the one its reader gives its files (an
+    # archive's), else that of the canonical tar of its files (a lone SKILL.md), stands for it.
+    early = fetch_checked(lock, store, [s.name for s in lock.skills if not s.tar_digest])
+    wanted = {s.name: s.tar_digest or early[s.name].tar_digest or repack(early[s.name], mtime=DEFAULT_MTIME).tar_digest
+              for s in lock.skills}
     report = SyncReport(dry_run=dry_run)
-    plans = [(target, plan_sync(target, wanted)) for target in targets]
-    needed = sorted({name for _, plan in plans for name in (*plan.write, *plan.replace)}
-                    | ({name for _, plan in plans for name in plan.edited} if force else set()))
-    contents = fetch_checked(lock, store, needed) if needed and not dry_run else {}
-    for target, plan in plans:
-        for name in plan.keep:
-            report.unchanged.append(f"{target}/{name}")
-        for name in plan.unmarked:
-            report.foreign.append(f"{target}/{name}")
-        edited = list(plan.edited)
-        to_write = [*plan.write, *plan.replace, *(edited if force else [])]
+    plans = [(t, plan_sync(t.path, wanted, root=t.root, link=link_store is not None)) for t in targets]
+    # A folder of a wanted skill without skillctl's marker is offered to install_into, which marks
+    # it when it holds exactly the locked files (what an older skillctl wrote) and leaves it
+    # alone otherwise; unmarked folders of other skills are someone else's and not reported.
+    to_write = [(t, plan, sorted({*plan.write, *plan.replace, *(n for n in plan.unmarked if n in wanted),
+                                  *(n for n in plan.edited if force and n in wanted)})) for t, plan in plans]
+    needed = sorted({name for _, _, names in to_write for name in names} - set(early))
+    contents = {**early, **(fetch_checked(lock, store, needed) if needed and not dry_run else {})}
+    for target, plan, names in to_write:
+        where = target.path
+        report.unchanged.extend(_item(where, name, by_name.get(name)) for name in plan.keep)
         if not force:
-            report.edited.extend(f"{target}/{name}" for name in edited)
-        for name in sorted(to_write):
-            report.written.append(f"{target}/{name} ({by_name[name].label()})")
-            if not dry_run:
-                install_into(target, contents[name], marker_for(by_name[name]), link_store=link_store, force=force)
-                if progress:
-                    progress(f"installed {by_name[name].label()} -> {target}/{name}")
+            report.edited.extend(_item(where, name, by_name.get(name)) for name in plan.edited)
+        for name in names:
+            label = _item(where, name, by_name[name])
+            if dry_run:
+                (report.foreign if name in plan.unmarked else report.written).append(label)
+                continue
+            outcome = install_into(where, contents[name], marker_for(by_name[name], wanted[name]), link_store=link_store, force=force,
+                                   root=target.root)
+            if outcome.action == LEFT_UNMARKED:
+                report.foreign.append(label)
+                continue
+            report.written.append(label)
+            if progress:
+                note = f" ({outcome.note})" if outcome.note else ""
+                progress(f"{outcome.action} {by_name[name].label()} -> {where}/{name}{note}")
         if remove:
-            for name in sorted(plan.remove):
-                report.removed.append(f"{target}/{name}")
+            for name in sorted({*plan.remove, *(n for n in plan.edited if force and n not in wanted)}):
+                report.removed.append(_item(where, name, None))
                 if not dry_run:
-                    remove_installed(target, name, force=force)
+                    remove_installed(where, name, force=force, root=target.root)
                     if progress:
-                        progress(f"removed {target}/{name} (no longer in the lock)")
+                        progress(f"removed {where}/{name} (no longer in the lock)")
     return report
 
 
-def remove_from_targets(targets: Sequence[Path], names: Sequence[str], *, force: bool = False,
+def remove_from_targets(targets: Sequence[Target], names: Sequence[str], *, force: bool = False,
                         progress: Progress | None = None) -> SyncReport:
     """Delete the folders of ``names`` that skillctl installed in ``targets``; others stay."""
-    from skillctl.project.install import scan, remove_installed
+    from skillctl.project.install import remove_installed, scan
 
     report = SyncReport()
     wanted = set(names)
     for target in targets:
-        for installed in scan(target):
+        for installed in scan(target.path, root=target.root):
             if installed.name not in wanted:
                 continue
-            where = f"{target}/{installed.name}"
-            if installed.marker is None:
-                report.foreign.append(where)
+            item = _item(target.path, installed.name, None)
+            if not installed.ours:
+                report.foreign.append(item)
             elif installed.edited and not force:
-                report.edited.append(where)
+                report.edited.append(item)
             else:
-                remove_installed(target, installed.name, force=force)
-                report.removed.append(where)
+                remove_installed(target.path, installed.name, force=force, root=target.root)
+                report.removed.append(item)
                 if progress:
-                    progress(f"removed {where}")
+                    progress(f"removed {item['path']}")
     return report

@@ -26,6 +26,7 @@ from skillctl.project.sync import SyncReport, sync_targets
 from skillctl.protocols import RegistryReader
 
 if TYPE_CHECKING:
+    from skillctl.project.agents import Target
     from skillctl.trust.enforce import Gate
 
 Progress = Callable[[str], None]
@@ -163,24 +164,21 @@ class Workspace:
     # ------------------------------------------------------------------ targets
 
     def target_folders(self, agents: Sequence[str] = (), *, user: bool = False, out: Path | None = None,
-                       environ: Mapping[str, str] | None = None) -> list[Path]:
+                       environ: Mapping[str, str] | None = None) -> list["Target"]:
         """Where skills go: ``out`` when given; else the folders of ``agents`` (else the project's
-        ``targets:``), at project or user scope; else ``.agents/skills`` of the project."""
+        ``targets:``), at project or user scope; else ``.agents/skills`` (``~/.agents/skills``
+        with ``user``)."""
         import os
 
-        from skillctl.project.agents import DEFAULT_TARGET, target_folders
+        from skillctl.project.agents import Target, target_folders
 
         if out is not None:
-            return [out]
+            return [Target(out, (), None)]
         root = self.requirements.resolve().parent
         names = list(agents) or (list(self.project.targets) if self.has_project else [])
-        if not names:
-            if user:
-                raise LockError("--user needs the agents whose user folders to write: --agent NAME (see skillctl agents)")
-            return [root / DEFAULT_TARGET]
-        return [t.path for t in target_folders(names, user=user, project_root=root, environ=environ or os.environ)]
+        return target_folders(names, user=user, project_root=root, environ=environ if environ is not None else os.environ)
 
-    def sync(self, lock: Lock, targets: Sequence[Path], *, remove: bool, force: bool = False, link: bool = False,
+    def sync(self, lock: Lock, targets: Sequence["Target"], *, remove: bool, force: bool = False, link: bool = False,
              dry_run: bool = False, env_fetch: bool = True) -> SyncReport:
         """Check the lock's policy and environment, then make ``targets`` hold the lock."""
         from skillctl.env.prepare import locked_environment
