@@ -5,12 +5,18 @@ on the host: the wheels (and .debs) from the verified cache, a requirements file
 wheel by sha256, and uv's binary (the same one that resolved; it installs, then is left behind in
 a build stage). Nothing is downloaded during the build and nothing is pulled.
 
-    stage 1 (venv): uv makes /opt/skills-env with the image's own python3 and installs the
-                    wheels --offline --no-index --require-hashes --no-deps, byte-compiled
-    stage 2:        the agent image + the .debs (dpkg -i) + /opt/skills-env copied from stage 1;
-                    then, as the agent image does, no setuid/setgid file or folder anywhere
-                    (bits removed, and the build fails if one is left);
+    stage 1 (venv): as an unprivileged user (65534) owning only /opt/skills-env, uv makes the
+                    venv with the image's own python3 and installs the wheels --offline
+                    --no-index --require-hashes --no-deps; then the image's python3 -I -S
+                    byte-compiles it (-S: no site-packages, so no package's .pth runs)
+    stage 2:        the agent image + the .debs (dpkg -i) + /opt/skills-env copied from stage 1,
+                    owned by root; then, as the agent image does, no setuid/setgid file or
+                    folder anywhere (bits removed, and the build fails if one is left);
                     PATH starts with /opt/skills-env/bin; the user is the agent image's again
+
+No package code runs as root, nor at all, during the build: wheels are unpacked, not run; only
+Debian packages' maintainer scripts run (as root, as dpkg runs them anywhere), and they run
+before the venv is copied in.
 
 The image is tagged ``skillctl-env:<hash12>`` where the hash covers the agent image id, every
 file's sha256, the build recipe and uv's version; an image with that label is reused.
@@ -28,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from skillctl.errors import EnvError
+from skillctl.sandbox.programs import PYTHON3
 
 Progress = Callable[[str], None]
 
@@ -39,7 +46,9 @@ LABEL_PACKAGES = "org.skillctl.env.packages"  # "name==version …" for people
 # On the build stage that holds uv and the wheels; it is removed after the build.
 LABEL_STAGE = "org.skillctl.env.stage"
 # Bump when the Dockerfile below changes meaning, so old images are not reused for it.
-RECIPE_VERSION = "2"
+RECIPE_VERSION = "3"
+# Who makes the venv in the build stage: a uid that owns nothing else in the image.
+BUILD_USER = "65534:65534"
 
 _DOCKERFILE = """\
 ARG BASE
@@ -49,14 +58,18 @@ USER 0:0
 COPY uv /tmp/skillctl-build/uv
 COPY wheels/ /tmp/skillctl-build/wheels/
 COPY requirements.txt /tmp/skillctl-build/requirements.txt
-RUN /tmp/skillctl-build/uv venv --no-config --color never --no-python-downloads --python /usr/bin/python3 {venv} \\
+RUN mkdir -p {venv} && chown {build_user} {venv}
+USER {build_user}
+# compileall exits 1 when a file does not compile (some wheels ship such files): not an error.
+RUN /tmp/skillctl-build/uv venv --no-config --no-cache --color never --no-python-downloads --python {python3} {venv} \\
  && /tmp/skillctl-build/uv pip install --no-config --color never --offline --no-cache --no-index \\
       --find-links /tmp/skillctl-build/wheels --require-hashes --no-deps --only-binary :all: \\
-      --link-mode copy --compile-bytecode --python {venv}/bin/python -r /tmp/skillctl-build/requirements.txt
+      --link-mode copy --python {venv}/bin/python -r /tmp/skillctl-build/requirements.txt \\
+ && {{ {python3} -I -S -m compileall -q -j 0 {venv}/lib || [ $? -eq 1 ]; }}
 
 FROM ${{BASE}}
 USER 0:0
-{debs}COPY --from=venv {venv} {venv}
+{debs}COPY --from=venv --chown=0:0 {venv} {venv}
 # Debian packages bring setuid/setgid programs and setgid folders (/var/mail…): none may stay.
 RUN find / -xdev -perm /6000 -exec chmod ug-s {{}} + \\
  && test -z "$(find / -xdev -perm /6000)"
@@ -114,7 +127,8 @@ def _context(tmp: Path, wheels: Sequence[EnvFile], debs: Sequence[EnvFile], uv_b
         for d in debs:
             shutil.copyfile(d.path, tmp / "debs" / d.path.name)
         debs_part = _DEBS.format()
-    (tmp / "Dockerfile").write_text(_DOCKERFILE.format(venv=VENV, debs=debs_part, user=user, stage_label=LABEL_STAGE, digest=digest), "utf-8")
+    (tmp / "Dockerfile").write_text(_DOCKERFILE.format(venv=VENV, debs=debs_part, user=user, stage_label=LABEL_STAGE,
+                                                       digest=digest, build_user=BUILD_USER, python3=PYTHON3), "utf-8")
 
 
 def existing_env_image(client: Any, base_image: str, digest_of: Callable[[str], str], force: bool) -> tuple[Any, str, str | None]:

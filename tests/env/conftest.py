@@ -82,9 +82,9 @@ def project(tmp_path, index, shared_cache, agent_image):
     return env
 
 
-# Packages only these tests make (Debian packages skl-*, sdists marker*): an environment image
-# holding one was built from this session's one-off files and can never be reused.
-OWN_PACKAGES = ("skl-", "markerpkg==", "markerdep==")
+# Packages only these tests make (Debian packages skl-*, sdists marker*, the wheels of
+# test_env_hostile_wheels): an environment image holding one is of no use outside its test.
+OWN_PACKAGES = ("skl-", "markerpkg==", "markerdep==", "pthmarker==", "shadowpkg==")
 
 
 def remove_images(ids) -> None:
