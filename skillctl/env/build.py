@@ -10,8 +10,10 @@ a build stage). Nothing is downloaded during the build and nothing is pulled.
                     --no-index --require-hashes --no-deps; then the image's python3 -I -S
                     byte-compiles it (-S: no site-packages, so no package's .pth runs)
     stage 2:        the agent image + the .debs (dpkg -i) + /opt/skills-env copied from stage 1,
-                    owned by root; then, as the agent image does, no setuid/setgid file or
-                    folder anywhere (bits removed, and the build fails if one is left);
+                    owned by root; no script in its bin may have the name of a command of the
+                    image (``shadow``: the build fails naming the wheel); then, as the agent
+                    image does, no setuid/setgid file or folder anywhere (bits removed, and the
+                    build fails if one is left);
                     PATH starts with /opt/skills-env/bin; the user is the agent image's again
 
 No package code runs as root, nor at all, during the build: wheels are unpacked, not run; only
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillctl.env import shadow
 from skillctl.errors import EnvError
 from skillctl.sandbox.programs import PYTHON3
 
@@ -70,8 +74,11 @@ RUN /tmp/skillctl-build/uv venv --no-config --no-cache --color never --no-python
 FROM ${{BASE}}
 USER 0:0
 {debs}COPY --from=venv --chown=0:0 {venv} {venv}
+COPY shadow.py /tmp/skillctl-shadow.py
+# No package script may stand in for a command of the image (see skillctl/env/shadow.py), and
 # Debian packages bring setuid/setgid programs and setgid folders (/var/mail…): none may stay.
-RUN find / -xdev -perm /6000 -exec chmod ug-s {{}} + \\
+RUN {python3} -I -S /tmp/skillctl-shadow.py {venv} "$PATH" && rm /tmp/skillctl-shadow.py \\
+ && find / -xdev -perm /6000 -exec chmod ug-s {{}} + \\
  && test -z "$(find / -xdev -perm /6000)"
 ENV PATH={venv}/bin:${{PATH}} \\
     VIRTUAL_ENV={venv}
@@ -121,6 +128,7 @@ def _context(tmp: Path, wheels: Sequence[EnvFile], debs: Sequence[EnvFile], uv_b
     (tmp / "requirements.txt").write_text("\n".join(sorted(lines)) + "\n", "utf-8")
     shutil.copyfile(uv_bin, tmp / "uv")
     (tmp / "uv").chmod(0o755)
+    shutil.copyfile(shadow.__file__, tmp / "shadow.py")
     debs_part = ""
     if debs:
         (tmp / "debs").mkdir()
@@ -159,27 +167,70 @@ def build_env_image(
     user = (base.attrs.get("Config") or {}).get("User") or "0:0"
     packages = " ".join(sorted(w.pin for w in wheels) + sorted(d.pin for d in debs))
     say(f"building environment image {tag} ({len(wheels)} wheel(s), {len(debs)} Debian package(s), no network)")
-    with tempfile.TemporaryDirectory(prefix="skillctl-env-build-", dir="/var/tmp") as tmp:
-        _context(Path(tmp), wheels, debs, uv_bin, user, digest)
-        stream = client.api.build(
-            path=tmp, tag=tag, buildargs={"BASE": base.id}, network_mode="none", pull=False, rm=True, forcerm=True,
-            nocache=force,
-            labels={LABEL_ENV: digest, LABEL_BASE: base.id, LABEL_PACKAGES: packages[:4000]}, decode=True,
-        )
-        for event in stream:
-            if "error" in event:
-                detail = str(event.get("error", "")).strip().splitlines()[-1:] or ["unknown error"]
-                raise EnvError(f"building environment image {tag} failed: {detail[0]}")
-            text = str(event.get("stream", "")).rstrip()
-            for line in text.splitlines():
-                if line.strip():
-                    say(f"  {line}")
-    _remove_stage(client, digest)
+    wheel_names = {w.pin: w.path.name for w in wheels}
+    steps: list[str] = []  # the image of each finished step, in order
+    try:
+        with tempfile.TemporaryDirectory(prefix="skillctl-env-build-", dir="/var/tmp") as tmp:
+            _context(Path(tmp), wheels, debs, uv_bin, user, digest)
+            stream = client.api.build(
+                path=tmp, tag=tag, buildargs={"BASE": base.id}, network_mode="none", pull=False, rm=True, forcerm=True,
+                nocache=force,
+                labels={LABEL_ENV: digest, LABEL_BASE: base.id, LABEL_PACKAGES: packages[:4000]}, decode=True,
+            )
+            _follow(stream, tag, say, wheel_names, steps)
+    except EnvError:
+        if steps:
+            _remove_untagged(client, steps[-1])  # a refused build leaves no layers behind
+        raise
+    finally:
+        _remove_stage(client, digest)
     return tag
 
 
+_STEP_IMAGE = re.compile(r"^ ---> ([0-9a-f]{12,64})$")
+
+
+def _follow(stream: Any, tag: str, say: Progress, wheel_names: dict[str, str], steps: list[str]) -> None:
+    """Relay the build's output, noting each step's image in ``steps``; a failure is one
+    ``EnvError`` line (the shadow check's, when it is what failed)."""
+    shadowing: list[dict[str, str]] = []
+    pending = ""  # output arrives in chunks that need not end at a line's end
+    for event in stream:
+        if "error" in event:
+            if shadowing:
+                raise EnvError(shadow.refusal(shadowing, wheel_names))
+            detail = str(event.get("error", "")).strip().splitlines()[-1:] or ["unknown error"]
+            raise EnvError(f"building environment image {tag} failed: {detail[0]}")
+        *lines, pending = (pending + str(event.get("stream", ""))).split("\n")
+        for line in (ln.rstrip() for ln in lines):
+            found = shadow.parse(line)
+            step = _STEP_IMAGE.match(line)
+            if found is not None:
+                shadowing.append(found)
+            elif line.strip():
+                say(f"  {line}")
+            if step:
+                steps.append(step.group(1))
+    if pending.strip():
+        say(f"  {pending.rstrip()}")
+
+
+def _remove_untagged(client: Any, image_id: str) -> None:
+    """Remove an untagged image of a failed build with its untagged parents (never a tagged
+    one, such as the agent image, nor one another image or container still uses)."""
+    import docker.errors
+    import requests.exceptions
+
+    try:
+        if not client.images.get(image_id).tags:
+            client.images.remove(image_id, force=False, noprune=False)
+    except (docker.errors.APIError, requests.exceptions.RequestException):
+        pass  # in use meanwhile (a concurrent build reuses the layer): `docker image prune` removes it later
+
+
 def _remove_stage(client: Any, digest: str) -> None:
-    """Drop the build stage (uv + wheels, ~2x the environment) left behind as an untagged image."""
+    """Drop the build stage (uv + wheels, ~2x the environment) left behind as an untagged image,
+    whether the build succeeded or not."""
     import docker.errors
     import requests.exceptions
 
