@@ -16,9 +16,9 @@ a build stage). Nothing is downloaded during the build and nothing is pulled.
                     build fails if one is left);
                     PATH starts with /opt/skills-env/bin; the user is the agent image's again
 
-No package code runs as root, nor at all, during the build: wheels are unpacked, not run; only
-Debian packages' maintainer scripts run (as root, as dpkg runs them anywhere), and they run
-before the venv is copied in.
+No wheel's code runs during the build, as root or at all: wheels are unpacked, not run. The only
+package code that runs is Debian packages' maintainer scripts (as root, as dpkg runs them
+anywhere), before the venv is copied in.
 
 The image is tagged ``skillctl-env:<hash12>`` where the hash covers the agent image id, every
 file's sha256, the build recipe and uv's version; an image with that label is reused.
