@@ -29,10 +29,12 @@ from skillctl.serve.upload import Upload
 log = logging.getLogger("skillctl.serve")
 access_log = logging.getLogger("skillctl.serve.access")
 
+from skillctl.serve.logsafe import escape_logs
 # The multipart field names the SDKs use for files: ``files[]`` for a list (directory upload),
 # ``files`` for one file (a zip); ``files[N]`` is the other array style their encoders know.
 FILE_FIELDS = ("files", "files[]")
 MAX_FIELD_BYTES = 64 * 1024  # a form field that is not a file (display_name, default)
+escape_logs(log.name, access_log.name)
 MAX_JSON_BYTES = 64 * 1024
 
 
