@@ -31,6 +31,7 @@ import yaml
 from skillctl.audit.model import Rule, Severity
 from skillctl.audit.regexcheck import UnsafePattern, compile_safe
 from skillctl.errors import ConfigError
+from skillctl.nesting import NestingError, check_yaml
 
 RULES_SCHEMA = "rules.schema.json"
 SHIPPED_RULES = "rules.yaml"
@@ -217,7 +218,10 @@ def _add_file(rs: RuleSet, doc: Any, label: str) -> None:
 
 def _load_yaml(text: str, label: str) -> Any:
     try:
+        check_yaml(text)
         return yaml.safe_load(text)
+    except NestingError as exc:
+        raise ConfigError(f"{label}: {exc}; fix the file") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""

@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from skillctl.errors import ConfigError, SkillctlError
 from skillctl.models._schema import schema_problems
+from skillctl.nesting import NestingError, loads_json
 
 from .engines import Engine
 from .inputfiles import MISSING, OUTSIDE, locate
@@ -95,7 +96,9 @@ def read_tasks(path: Path, *, default_model: str | None = None, allow_outside_fi
 
 def _parse_line(raw: str, base: Path, default_model: str | None, allow_outside_files: bool) -> tuple[Task | None, str]:
     try:
-        obj = json.loads(raw)
+        obj = loads_json(raw)
+    except NestingError as exc:
+        return None, f"{exc.problem} (at column {exc.column})"
     except ValueError as exc:
         return None, f"not JSON ({exc.msg} at column {exc.colno})"
     problems = schema_problems(obj, task_schema())
@@ -155,7 +158,7 @@ class ResultsFile:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = loads_json(line)
                 done.add(str(record["id"]))
             except (ValueError, KeyError, TypeError):
                 raise ConfigError(f"{self.path}:{number} is not a result line; fix it or move the file away "

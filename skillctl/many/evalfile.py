@@ -20,6 +20,7 @@ from typing import Any
 
 from skillctl.errors import ConfigError
 from skillctl.models._schema import schema_problems, summarize
+from skillctl.nesting import loads_json
 
 from .inputfiles import MISSING, OUTSIDE, locate
 from .job import Expectation
@@ -70,7 +71,7 @@ def load_evals(skill_dir: Path, skill_name: str) -> EvalSet:
         raise ConfigError(f"{path} does not exist; write the skill's test cases there "
                           f"({{\"skill_name\": \"{skill_name}\", \"evals\": [{{\"id\": 1, \"prompt\": ..., \"expected_output\": ...}}]}})")
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = loads_json(path.read_text("utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:

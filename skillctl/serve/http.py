@@ -8,7 +8,6 @@ counted as it arrives and refused the moment it passes the cap.
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 import time
@@ -22,6 +21,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillctl.errors import ConfigError, SkillctlError
+from skillctl.nesting import NestingError, loads_json
 from skillctl.serve.errors import ApiError, bad_request, from_library
 from skillctl.serve.keys import READ, KeyRing
 from skillctl.serve.upload import Upload
@@ -166,7 +166,9 @@ async def read_json(request: Request) -> dict[str, Any]:
     except BodyTooLarge:
         raise _too_large(MAX_JSON_BYTES) from None
     try:
-        doc = json.loads(body or b"{}")
+        doc = loads_json(body or b"{}")
+    except NestingError as exc:
+        raise bad_request(f"the request body is {exc.problem}") from None
     except ValueError:
         raise bad_request("the request body is not JSON") from None
     if not isinstance(doc, dict):

@@ -51,3 +51,26 @@ def test_a_version_over_the_bound_in_a_path_or_body_is_a_4xx(server, keys, src: 
             assert 400 <= response.status_code < 500, (shape, method, path, response.status_code, response.text)
     with pytest.raises((openai.BadRequestError, openai.NotFoundError)):
         admin.post(f"/skills/{skill.id}", body={"default_version": HUGE}, cast_to=object)
+
+
+DEEP = b"[" * 30_000 + b"]" * 30_000  # under the 64 KiB cap on JSON bodies; past the parser's recursion limit
+
+
+def test_a_json_body_nested_too_deeply_is_a_400(server, keys, src: Path, no_tracebacks) -> None:
+    admin = openai_client(server, keys.admin)
+    skill = admin.skills.create(files=skill_files(skill_dir(src)))
+    for path in (f"/openai/v1/skills/{skill.id}/versions/1.0.0/yank", f"/openai/v1/skills/{skill.id}",
+                 f"/anthropic/v1/skills/{skill.id}/versions/1.0.0/yank"):
+        response = admin._client.post(server.url + path, content=b'{"reason": ' + DEEP + b"}",
+                                      headers={"Authorization": f"Bearer {keys.admin}", "Content-Type": "application/json"})
+        assert response.status_code == 400 and "nested too deeply: over 64 levels" in response.text, (path, response.text)
+
+
+def test_a_keys_file_nested_too_deeply_locks_everyone_out_in_one_log_line(server, keys, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="skillctl.serve")
+    keys.path.write_bytes(b'{"keys": ' + b"[" * 200_000 + b"]" * 200_000 + b"}")
+    with pytest.raises(openai.InternalServerError, match="cannot read its keys file"):
+        openai_client(server, keys.admin).skills.list()
+    [refusal] = [r for r in caplog.records if r.name == "skillctl.serve" and r.levelno >= logging.ERROR]
+    assert "refusing every key" in refusal.getMessage() and "nested too deeply" in refusal.getMessage()
+    assert refusal.exc_info is None
