@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from skillctl.errors import SkillctlError
+from skillctl.fsutil import read_regular_text
 from skillctl.nesting import NestingError, check_yaml
 
 
@@ -21,7 +22,7 @@ def read_yaml(path: str | Path, *, error: type[SkillctlError], missing: str) -> 
     a file that does not exist (say what to do)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_regular_text(p)  # a FIFO named here must not hang the command
     except FileNotFoundError:
         raise error(missing) from None
     except (OSError, UnicodeDecodeError) as exc:

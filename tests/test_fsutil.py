@@ -1,13 +1,15 @@
-"""``read_at_most``: the validator's capped read returns what ``read(limit)`` returns."""
+"""``read_at_most``: the validator's capped read returns what ``read(limit)`` returns.
+``read_regular``: a file the user named is read only when it is a regular file."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
 import pytest
 
-from skillctl.fsutil import read_at_most
+from skillctl.fsutil import read_at_most, read_regular, read_regular_text
 
 
 @pytest.mark.parametrize("size", [0, 1, 9, 10, 11, 4096, 70_000])
@@ -28,3 +30,13 @@ def test_a_file_longer_than_its_size_says_is_read_on_to_the_limit():
     assert data.startswith(b"Name:") and len(data) > 100
     head = read_at_most(status, 7)
     assert len(head) == 7 and head.startswith(b"Name:")
+
+
+def test_read_regular_refuses_what_is_not_a_regular_file_without_waiting(tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("héllo")
+    assert read_regular_text(tmp_path / "f.txt") == "héllo" and read_regular(tmp_path / "f.txt", 2) == b"h\xc3"
+    os.mkfifo(tmp_path / "fifo")  # no writer: a plain open() would wait forever
+    for path, kind in ((tmp_path / "fifo", OSError), ("/dev/null", OSError), (tmp_path, IsADirectoryError)):
+        with pytest.raises(kind) as exc:
+            read_regular(path)
+        assert exc.value.errno in (errno.EINVAL, errno.EISDIR) and exc.value.filename == str(path)

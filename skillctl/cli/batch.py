@@ -39,10 +39,12 @@ def batch_cmd(tasks, results, model_spec, allow_outside_files, registry_url, fmt
     not start (see its message), else 0 — each run's own outcome is in the results.
     """
     refuse_token_stdin("the runs of a batch")
-    from skillctl.many.batch import run_batch
+    from skillctl.many.batch import read_tasks, run_batch
 
     o = {k: options[k] for k in MANY_KEYS}
     settings = run_settings(registry_url, o)
+    # Every line checked before an engine starts (Ray would start a cluster first).
+    read_tasks(tasks, default_model=model_spec or None, allow_outside_files=allow_outside_files)
     with open_engine_for(o) as engine:
         try:
             summary = run_batch(tasks, engine, results_path=results, model=model_spec or None, settings=settings,

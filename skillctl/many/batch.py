@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from skillctl.errors import ConfigError, SkillctlError
+from skillctl.fsutil import read_regular_text
 from skillctl.models._schema import schema_problems
 from skillctl.nesting import NestingError, loads_json
 
@@ -64,7 +65,7 @@ class Task:
 def read_tasks(path: Path, *, default_model: str | None = None, allow_outside_files: bool = False) -> list[Task]:
     """Every task of ``path``; a ``ConfigError`` lists every bad line (``line N: what``)."""
     try:
-        text = path.read_text("utf-8")
+        text = read_regular_text(path)
     except FileNotFoundError:
         raise ConfigError(f"tasks file {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:

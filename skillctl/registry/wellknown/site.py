@@ -92,8 +92,11 @@ def artifact_for(contents: BundleContents) -> Artifact:
 def _check_base_url(base_url: str | None) -> str | None:
     if base_url is None:
         return None
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:  # an unclosed "[" of an IPv6 address
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
         raise RegistryError(f"--base-url {base_url!r} must be an http(s) URL without query or fragment, e.g. https://skills.example.com")
     return base_url.rstrip("/")
 
