@@ -3,23 +3,15 @@ site; ``skillctl serve key add|list|revoke``: the keys it accepts."""
 
 from __future__ import annotations
 
-import math
 import ssl
 from pathlib import Path
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, library_errors, progress, registry_opener, registry_option
+from skillctl.cli.common import FiniteFloatRange, emit_json, format_option, library_errors, progress, registry_opener, registry_option
 
 _CERT_REQS = {"none": ssl.CERT_NONE, "optional": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 _SEVERITIES = ("low", "medium", "high", "critical")
-
-
-def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    # FloatRange lets nan and inf through; a nan deadline would fire at once, an infinite one never.
-    if not math.isfinite(value):
-        raise click.BadParameter(f"{value} is not a number of seconds")
-    return value
 
 
 keys_option = click.option(
@@ -37,7 +29,7 @@ keys_option = click.option(
 @click.option("--threads", default=4, show_default=True, type=click.IntRange(1, 64), help="Registry worker threads.")
 @click.option("--max-request-bytes", type=click.IntRange(1024), default=None,
               help="Largest request body accepted, checked while it is read. Default: the bundle size limit (50 MiB) plus 1 MiB.")
-@click.option("--refresh", "refresh_s", default=5.0, show_default=True, type=click.FloatRange(0),
+@click.option("--refresh", "refresh_s", default=5.0, show_default=True, type=FiniteFloatRange(0),
               help="Seconds before changes other writers make to the registry show in lists and the well-known index.")
 @click.option("--audit-fail-on", type=click.Choice(_SEVERITIES), default=None,
               help="Refuse uploads with audit findings at or above this severity (default: no audit, as skillctl publish).")
@@ -46,13 +38,13 @@ keys_option = click.option(
 @click.option("--ssl-keyfile-password", envvar="SKILLCTL_SERVE_SSL_KEYFILE_PASSWORD", help="Password of the TLS key. Env: SKILLCTL_SERVE_SSL_KEYFILE_PASSWORD.")
 @click.option("--ssl-ca-certs", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="CA certificates for client certificates.")
 @click.option("--ssl-cert-reqs", type=click.Choice(list(_CERT_REQS)), default="none", show_default=True, help="Whether clients must present a certificate.")
-@click.option("--shutdown-timeout", default=30.0, show_default=True, type=click.FloatRange(0), help="Seconds requests in flight get to finish after SIGINT/SIGTERM.")
+@click.option("--shutdown-timeout", default=30.0, show_default=True, type=FiniteFloatRange(0), help="Seconds requests in flight get to finish after SIGINT/SIGTERM.")
 @click.option("--max-connections", default=512, show_default=True, type=click.IntRange(1),
               help="Requests served at once; more get 503 (connections still sending their request head do not count).")
-@click.option("--header-timeout", default=10.0, show_default=True, type=click.FloatRange(0.1), callback=_finite,
+@click.option("--header-timeout", default=10.0, show_default=True, type=FiniteFloatRange(0.1),
               help="Seconds a connection gets for the head of each request (request line and headers, TLS handshake "
                    "included), from connecting or from the end of its last answer; then it is closed.")
-@click.option("--body-timeout", default=30.0, show_default=True, type=click.FloatRange(0.1), callback=_finite,
+@click.option("--body-timeout", default=30.0, show_default=True, type=FiniteFloatRange(0.1),
               help="Seconds a request body may stall before it is answered 408 (an upload then gives its slot up).")
 @click.option("--body-min-rate", default=8192, show_default=True, type=click.IntRange(1),
               help="Bytes per second a request body must keep up on average; a slower one is answered 408.")

@@ -38,6 +38,8 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 from skillctl.bundle import ARTIFACT_TYPES, BUNDLE, read_artifact, sha256_digest, write_contents
 from skillctl.env.declare import project_declarations
 from skillctl.errors import IntegrityError, LockError, SkillctlError
+from skillctl.fsutil import read_regular_text
+from skillctl.nesting import loads_json
 from skillctl.yamlfile import read_yaml
 from skillctl.protocols import RECORD_LOCKS, Registry, RegistryReader, ResolvedSkill
 from skillctl.trust.policy import parse_policy
@@ -207,7 +209,7 @@ def resolve_lock(req: Requirements, registry: Registry, *, progress: Callable[[s
 
 def read_lock(path: Path) -> Lock:
     try:
-        doc = json.loads(path.read_text("utf-8"))
+        doc = loads_json(read_regular_text(path))
     except FileNotFoundError:
         raise LockError(f"{path} not found; create it with: skillctl lock") from None
     except (OSError, ValueError) as exc:

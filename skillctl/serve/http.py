@@ -13,7 +13,6 @@ Every field of every log line is escaped (``skillctl.serve.logsafe``).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import secrets
 import time
@@ -27,6 +26,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillctl.errors import ConfigError, SkillctlError
+from skillctl.nesting import NestingError, loads_json
 from skillctl.serve.errors import ApiError, bad_request, from_library
 from skillctl.serve.keys import READ, KeyRing
 from skillctl.serve.logsafe import escape_logs
@@ -216,7 +216,9 @@ async def read_json(request: Request, pace: BodyPace) -> dict[str, Any]:
     except BodyStalled as stall:
         raise _stalled(request, stall, pace) from None
     try:
-        doc = json.loads(body or b"{}")
+        doc = loads_json(body or b"{}")
+    except NestingError as exc:
+        raise bad_request(f"the request body is {exc.problem}") from None
     except ValueError:
         raise bad_request("the request body is not JSON") from None
     if not isinstance(doc, dict):
