@@ -7,7 +7,8 @@ memory can be read from /proc and the clients do not share its interpreter), wit
 log off. Each client holds one keep-alive connection (a minimal HTTP/1.1 client on asyncio, so
 the client side costs little) and loops: list a page of skills (``GET /openai/v1/skills``, the
 page after a random skill), then download a random skill's zip (``GET …/content``). Every
-request's latency is recorded; an error is any answer other than 200 or a failed connection.
+request's latency is recorded; an error is any answer other than 200, a failed connection, or
+no answer within 30 s.
 
 The baseline, measured in the same run: the same list-then-download pairs done in this process
 straight on the registry library (no HTTP, one thread), reported as ``direct_rps``.
@@ -15,7 +16,14 @@ straight on the registry library (no HTTP, one thread), reported as ``direct_rps
 Memory: the server's resident set at start (after a warm-up request) and its peak (VmHWM) at
 the end. The last line is ``serve_rps=A serve_p99_ms=B errors=N``.
 
-    python bench/serve_load.py [--skills 1000] [--clients 50] [--seconds 20]
+``--slowloris N`` runs a slowloris beside the load: N connections (530 is past the server's
+connection limit of 512) that send a request line and one header, then another header line
+every 5 s, and never the blank line that ends the head. They come from 127.0.0.2 and up, 100 per
+address (as many clients would), are all open before the load starts, and each one the server
+closes is opened again a second later, as the slowloris tool does; ``slowloris_closed`` counts
+those. The load must still see ``errors=0``.
+
+    python bench/serve_load.py [--skills 1000] [--clients 50] [--seconds 20] [--slowloris 530]
 
 Not a test: nothing here asserts on time.
 """
@@ -81,6 +89,9 @@ class Connection:
             self.writer = None
 
 
+REQUEST_TIMEOUT_S = 30  # an answer that takes longer is an error (a server that stops answering must not hang the benchmark)
+
+
 async def client(host: str, port: int, key: str, ids: list[str], until: float, latencies: list[float], errors: list[str]) -> None:
     conn = Connection(host, port, key)
     rng = random.Random()
@@ -89,8 +100,8 @@ async def client(host: str, port: int, key: str, ids: list[str], until: float, l
             for path in (f"/openai/v1/skills?limit=20&after={rng.choice(ids)}", f"/openai/v1/skills/{rng.choice(ids)}/content"):
                 started = time.perf_counter()
                 try:
-                    status, _ = await conn.get(path)
-                except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
+                    status, _ = await asyncio.wait_for(conn.get(path), timeout=REQUEST_TIMEOUT_S)
+                except (OSError, asyncio.IncompleteReadError, ValueError, asyncio.TimeoutError) as exc:
                     errors.append(f"{path}: {exc!r}")
                     await conn.close()
                     continue
@@ -101,13 +112,51 @@ async def client(host: str, port: int, key: str, ids: list[str], until: float, l
         await conn.close()
 
 
-async def load(host: str, port: int, key: str, ids: list[str], clients: int, seconds: float) -> tuple[list[float], list[str], float]:
+SLOW_HEAD = b"GET /openai/v1/skills HTTP/1.1\r\nHost: x\r\n"
+
+
+async def slow_connection(host: str, port: int, source: str, opened: asyncio.Event, closed: list[int]) -> None:
+    """One slowloris connection, opened again a second after the server closes it, until cancelled."""
+    while True:
+        writer = None
+        try:
+            reader, writer = await asyncio.open_connection(host, port, local_addr=(source, 0))
+            writer.write(SLOW_HEAD)
+            await writer.drain()
+            opened.set()
+            while True:
+                try:
+                    if not await asyncio.wait_for(reader.read(4096), timeout=5):
+                        break  # the server closed it (with a 408 or without a word)
+                except asyncio.TimeoutError:
+                    writer.write(b"X-Slow: 1\r\n")
+                    await writer.drain()
+        except OSError:
+            pass
+        finally:
+            if writer is not None:
+                writer.close()
+        closed[0] += 1
+        await asyncio.sleep(1)
+
+
+async def load(host: str, port: int, key: str, ids: list[str], clients: int, seconds: float,
+               slowloris: int = 0) -> tuple[list[float], list[str], float, int]:
     latencies: list[float] = []
     errors: list[str] = []
+    closed = [0]
+    opened = [asyncio.Event() for _ in range(slowloris)]
+    slow = [asyncio.create_task(slow_connection(host, port, f"127.0.0.{2 + i // 100}", opened[i], closed))
+            for i in range(slowloris)]
+    await asyncio.wait_for(asyncio.gather(*(event.wait() for event in opened)), timeout=60)  # all held before the load
     started = time.monotonic()
     until = started + seconds
     await asyncio.gather(*(client(host, port, key, ids, until, latencies, errors) for _ in range(clients)))
-    return latencies, errors, time.monotonic() - started
+    elapsed = time.monotonic() - started
+    for task in slow:
+        task.cancel()
+    await asyncio.gather(*slow, return_exceptions=True)
+    return latencies, errors, elapsed, closed[0]
 
 
 def direct_rps(registry: Path, ids: list[str], seconds: float) -> float:
@@ -147,6 +196,7 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--threads", type=int, default=4, help="the server's registry worker threads")
+    parser.add_argument("--slowloris", type=int, default=0, metavar="N", help="half-open connections held beside the load")
     args = parser.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="skillctl-serve-bench-"))
@@ -177,14 +227,21 @@ def main() -> int:
 
         ids = asyncio.run(warm())
         rss_start = status_kib(proc.pid, "VmRSS")
-        print(f"{len(ids)} skills served at {url}; {args.clients} clients for {args.seconds:g}s…", file=sys.stderr)
-        latencies, errors, elapsed = asyncio.run(load(host, int(port), key, ids, args.clients, args.seconds))
+        beside = f" beside a slowloris of {args.slowloris}" if args.slowloris else ""
+        print(f"{len(ids)} skills served at {url}; {args.clients} clients for {args.seconds:g}s{beside}…", file=sys.stderr)
+        latencies, errors, elapsed, slow_closed = asyncio.run(
+            load(host, int(port), key, ids, args.clients, args.seconds, args.slowloris))
         peak = status_kib(proc.pid, "VmHWM")
         baseline = direct_rps(root / "registry", ids, min(args.seconds, 5.0))
     finally:
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=120)
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                print("error: skillctl serve did not stop within 120 s of SIGTERM; killed", file=sys.stderr)
+                proc.kill()
+                proc.wait()
         shutil.rmtree(root, ignore_errors=True)
 
     for line in errors[:5]:
@@ -196,6 +253,8 @@ def main() -> int:
     print(f"requests={len(latencies)} seconds={elapsed:.1f} p50_ms={p50:.1f} clients={args.clients} skills={args.skills}")
     print(f"direct_rps={baseline:.0f} (the same pairs on the registry library, one thread, no HTTP) serve/direct={rps / baseline:.2f}")
     print(f"server_rss_start_mb={rss_start / 1024:.0f} server_peak_rss_mb={peak / 1024:.0f}")
+    if args.slowloris:
+        print(f"slowloris={args.slowloris} slowloris_closed={slow_closed} (half-open connections the server closed, each opened again)")
     print(f"serve_rps={rps:.0f} serve_p99_ms={p99:.0f} errors={len(errors)}")
     return 0 if not errors else 1
 

@@ -8,4 +8,4 @@ ttl="${1:-3600}"
 case "$ttl" in
     ''|*[!0-9]*) echo "skillctl-entrypoint: TTL must be whole seconds, got '$ttl'" >&2; exit 2 ;;
 esac
-exec sleep "$ttl"
+exec /bin/sleep "$ttl"

@@ -1,9 +1,12 @@
 """File-system helpers: durability for the bundle writer, the extractor and the registry; capped
-reads for the validator; files only their owner may read."""
+reads for the validator; files only their owner may read; reads of the files a user names that
+cannot hang on a FIFO."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import IO, Any, Iterator
@@ -69,6 +72,29 @@ def read_at_most(path: str | os.PathLike[str], limit: int) -> bytes:
         if len(data) == first < limit:
             data += fh.read(limit - first)
         return data
+
+
+def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:
+    """The bytes of the regular file ``path`` (a file the user named: a policy, a tasks file,
+    skills.yaml), at most ``limit`` of them. A FIFO, device or socket there is an ``OSError`` at
+    once instead of an open() that waits forever for a writer; a folder is ``IsADirectoryError``."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", os.fspath(path))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "is not a regular file (a FIFO, device or socket)", os.fspath(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(limit)
+
+
+def read_regular_text(path: str | os.PathLike[str]) -> str:
+    """``read_regular`` as UTF-8 text (``UnicodeDecodeError`` for other bytes)."""
+    return read_regular(path).decode("utf-8")
 
 
 def tar_data_filter() -> dict[str, str]:

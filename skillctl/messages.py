@@ -8,11 +8,11 @@ to send; it never edits a message in place.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+from skillctl.nesting import loads_json
 from skillctl.tokens import estimate_tokens
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -34,7 +34,7 @@ class ToolCall:
 
     def parsed_arguments(self) -> Any:
         """The arguments as JSON; raises ``ValueError`` when the model wrote invalid JSON."""
-        return json.loads(self.arguments or "{}")
+        return loads_json(self.arguments or "{}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}

@@ -16,6 +16,12 @@ Ranges (resolved client-side, the same for every registry backend):
     ~1.2.3                 >=1.2.3 <1.3.0         (~1 → <2.0.0)
     >=1,<2  >1.0.0 <=2 !=1.5.0 =1.2.3 ==1.2.3   comparators, comma- or space-separated
 
+Each number (major, minor, patch, a pre-release's N, and every number in a range) is at most
+``MAX_VERSION_PART`` = 2^53 - 1, the bound npm's ``semver`` applies (the largest integer a
+JSON reader in JavaScript holds exactly). Larger numbers are valid SemVer (``is_semver``) but
+refused by the parsers here, in one line: they would not fit the registry's SQLite INTEGER
+columns (nor ``part + 1`` the bound of a range) and no real release needs them.
+
 Pre-releases are only candidates when asked for (``prereleases=True``) or when the range itself
 names one (``^2.0.0-rc.1``). As in PEP 440, ``<2.0.0`` never admits a pre-release of 2.0.0.
 ``packaging`` changed its own pre-release rules across releases, so we never rely on its
@@ -44,6 +50,17 @@ _PRE_TO_PEP440 = {"alpha": "a", "beta": "b", "rc": "rc", "dev": ".dev"}
 PRE_RANK = {"dev": 0, "alpha": 1, "beta": 2, "rc": 3}
 RELEASE_RANK = 4
 MAX_VERSION_LENGTH = 128
+MAX_VERSION_PART = 2**53 - 1
+
+
+def _number(digits: str, what: str, where: str) -> int:
+    """``digits`` as an int within ``MAX_VERSION_PART``; a VersionError naming ``what`` (the
+    part) and ``where`` (the version or range it is in) otherwise."""
+    if int(digits) > MAX_VERSION_PART:  # at most MAX_RANGE_LENGTH digits: int() is cheap
+        shown = digits if len(digits) <= 24 else f"{digits[:20]}…"
+        raise VersionError(f"invalid {where}: {what} {shown} is over {MAX_VERSION_PART} (2^53-1), "
+                           "the largest version number skillctl accepts")
+    return int(digits)
 
 
 def is_semver(text: str) -> bool:
@@ -74,7 +91,11 @@ class SemVer:
             raise VersionError(
                 f"unsupported pre-release '{pre}' in version '{text}': use alpha.N, beta.N, rc.N or dev.N"
             )
-        return cls(int(m.group(1)), int(m.group(2)), int(m.group(3)), pre, m.group(5) or "")
+        where = f"version '{text[:80]}'"
+        major, minor, patch = (_number(m.group(i), part, where) for i, part in ((1, "major"), (2, "minor"), (3, "patch")))
+        if pre.count(".") == 1:
+            _number(pre.partition(".")[2], "pre-release number", where)
+        return cls(major, minor, patch, pre, m.group(5) or "")
 
     @property
     def key(self) -> Version:
@@ -134,8 +155,7 @@ class SemVer:
     def same_as(self, other: "SemVer") -> bool:
         return self.order == other.order
 
-    def bump(self, part: str) -> "SemVer":
-        """npm semantics: bumping a pre-release releases it (2.0.0-rc.1 → major → 2.0.0)."""
+    def _bumped(self, part: str) -> "SemVer":
         if part == "major":
             if self.pre and self.minor == 0 and self.patch == 0:
                 return SemVer(self.major, 0, 0)
@@ -149,6 +169,14 @@ class SemVer:
                 return SemVer(self.major, self.minor, self.patch)
             return SemVer(self.major, self.minor, self.patch + 1)
         raise VersionError(f"cannot bump '{part}': use major, minor, patch or an explicit X.Y.Z")
+
+    def bump(self, part: str) -> "SemVer":
+        """npm semantics: bumping a pre-release releases it (2.0.0-rc.1 → major → 2.0.0)."""
+        bumped = self._bumped(part)
+        if max(bumped.core) > MAX_VERSION_PART:
+            raise VersionError(f"cannot bump {self} ({part}): the {part} number would be over {MAX_VERSION_PART} "
+                               "(2^53-1), the largest version number skillctl accepts")
+        return bumped
 
 
 # ------------------------------------------------------------------------------------ ranges
@@ -247,7 +275,7 @@ def _partial(text: str, whole: str) -> tuple[int, int | None, int | None]:
             wild = True
             out.append(None)
         else:
-            out.append(int(p))
+            out.append(_number(p, "number", f"version range '{whole[:80]}'"))
     return out[0], out[1], out[2]  # type: ignore[return-value]
 
 

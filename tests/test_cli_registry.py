@@ -431,5 +431,35 @@ def test_lock_reports_bad_requirements_in_one_line(isolated: Path, requirements:
     assert not (isolated / "skills.lock").exists()
 
 
+HUGE = "99999999999999999999.0.0"  # over 2^63 (SQLite's INTEGER), let alone the bound 2^53-1
+
+
+def test_a_version_over_the_bound_is_one_line_in_every_command(isolated: Path) -> None:
+    _project(isolated, "skills:\n  alpha: ^99999999999999999999\n")
+    bound = "is over 9007199254740991 (2^53-1)"
+    for ref in (f"alpha@{HUGE}", "alpha@^99999999999999999999", "alpha@<99999999999999999999", "alpha@1.0.0-rc.99999999999999999999"):
+        for command in (["show", ref], ["versions", ref], ["pull", ref, "-o", "out"], ["yank", ref], ["unyank", ref], ["remove", "--yes", ref]):
+            assert bound in error_line(run(*command, ok=False)), command
+    assert bound in error_line(run("lock", ok=False))
+    (isolated / "skills.yaml").write_text(f"skills:\n  alpha: {HUGE}\n")
+    assert bound in error_line(run("lock", ok=False))
+    assert not (isolated / "skills.lock").exists()
+    # a lock that names such a version (written by hand or by another tool)
+    (isolated / "skills.yaml").write_text("skills:\n  alpha: ^1\n")
+    run("lock")
+    doc = json.loads((isolated / "skills.lock").read_text())
+    doc["skills"]["alpha"]["version"] = HUGE
+    (isolated / "skills.lock").write_text(json.dumps(doc))
+    assert bound in error_line(run("install", "--frozen", "-o", "v", ok=False))
+    # publishing one, and bumping to one
+    folder = write_skill(isolated / "src-huge", "alpha", HUGE)
+    assert bound in error_line(run("publish", folder, ok=False))
+    packed = run("pack", folder, "-o", "dist", ok=False)  # a line per skill that failed, then the summary
+    assert bound in packed.stderr and not list(Path("dist").glob("*.tgz"))
+    write_skill(isolated / "src-top", "alpha", "9007199254740991.0.0")
+    assert "the major number would be over" in error_line(run("version", isolated / "src-top" / "alpha", "major", ok=False))
+    assert [s["version"] for s in as_json(run("versions", "alpha", "--format", "json"))] == ["1.1.0", "1.0.0"]
+
+
 def test_lock_without_requirements(isolated: Path) -> None:
     assert "skills.yaml not found" in error_line(run("lock", ok=False))

@@ -1,14 +1,16 @@
 """``read_at_most``: the validator's capped read returns what ``read(limit)`` returns;
-``open_private``: files that may hold request data are their owner's alone."""
+``open_private``: files that may hold request data are their owner's alone; ``read_regular``: a file
+the user named is read only when it is a regular file."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
 import pytest
 
-from skillctl.fsutil import open_private, read_at_most
+from skillctl.fsutil import open_private, read_at_most, read_regular, read_regular_text
 
 
 @pytest.mark.parametrize("size", [0, 1, 9, 10, 11, 4096, 70_000])
@@ -49,3 +51,13 @@ def test_a_private_file_is_created_0600_in_a_0700_folder_and_an_existing_one_is_
         assert shared.read_bytes() == b"new"
     finally:
         os.umask(old)
+
+
+def test_read_regular_refuses_what_is_not_a_regular_file_without_waiting(tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("héllo")
+    assert read_regular_text(tmp_path / "f.txt") == "héllo" and read_regular(tmp_path / "f.txt", 2) == b"h\xc3"
+    os.mkfifo(tmp_path / "fifo")  # no writer: a plain open() would wait forever
+    for path, kind in ((tmp_path / "fifo", OSError), ("/dev/null", OSError), (tmp_path, IsADirectoryError)):
+        with pytest.raises(kind) as exc:
+            read_regular(path)
+        assert exc.value.errno in (errno.EINVAL, errno.EISDIR) and exc.value.filename == str(path)

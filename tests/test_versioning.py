@@ -306,6 +306,57 @@ def test_overlong_and_non_string_ranges_are_refused() -> None:
         parse_range(2)  # type: ignore[arg-type]
 
 
+# ------------------------------------------------------------------------ the number bound
+
+MAX = 2**53 - 1  # MAX_VERSION_PART, npm's bound
+
+
+@pytest.mark.parametrize(
+    "text, part",
+    [
+        (f"{MAX + 1}.0.0", "major"),
+        (f"0.{MAX + 1}.0", "minor"),
+        (f"0.0.{MAX + 1}", "patch"),
+        ("99999999999999999999.0.0", "major"),
+        ("1.0.0-rc." + "9" * 20, "pre-release number"),
+        ("9" * 40 + ".0.0+build", "major"),
+    ],
+)
+def test_a_version_number_over_2_53_is_refused_in_one_line(text: str, part: str) -> None:
+    assert is_semver(text)  # valid SemVer: refused by skillctl's bound, not by the grammar
+    with pytest.raises(VersionError) as exc:
+        SemVer.parse(text)
+    msg = str(exc.value)
+    assert f"{part} " in msg and f"over {MAX} (2^53-1)" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize(
+    "rng", [f"^{MAX + 1}", f"~{MAX + 1}.0", f"{MAX + 1}", f"{MAX + 1}.x", f"1.{MAX + 1}", f">={MAX + 1}", f"<{MAX + 1}.0.0",
+            f">1 <=1.{MAX + 1}", f"!=1.0.0-rc.{MAX + 1}", "^99999999999999999999", "=" + "9" * 200]
+)
+def test_a_range_with_a_number_over_2_53_is_refused_in_one_line(rng: str) -> None:
+    with pytest.raises(VersionError) as exc:
+        parse_range(rng)
+    assert "over 9007199254740991 (2^53-1)" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_the_largest_numbers_are_accepted_and_their_ranges_resolve() -> None:
+    top = f"{MAX}.{MAX}.{MAX}"
+    assert SemVer.parse(top).order == (MAX, MAX, MAX, 4, 0)
+    assert SemVer.parse(f"1.0.0-rc.{MAX}").order[-1] == MAX
+    for rng in (f"^{MAX}", f"~{MAX}.{MAX}", f"{MAX}", f">={MAX}", f"<={MAX}.{MAX}"):
+        assert resolve(rng, ["1.0.0", top]) == top, rng
+        # a range's bound is part + 1 at most: still a signed 64-bit integer (SQLite's INTEGER)
+        for bound in (parse_range(rng).upper_bound(), parse_range(rng).lower_bound()):
+            assert bound is None or max(bound[0]) < 2**63
+
+
+def test_bumping_past_the_bound_is_refused() -> None:
+    with pytest.raises(VersionError, match=f"cannot bump {MAX}.0.0 \\(major\\): the major number would be over {MAX}"):
+        SemVer.parse(f"{MAX}.0.0").bump("major")
+    assert str(SemVer.parse(f"{MAX - 1}.0.0").bump("major")) == f"{MAX}.0.0"
+
+
 # ------------------------------------------------------------------------------------ bumps
 
 

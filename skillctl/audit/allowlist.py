@@ -29,6 +29,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from skillctl.nesting import NestingError, check_yaml
+
 ALLOWLIST_FILE = ".skillaudit"
 MIN_REASON = 10
 _MAX_BYTES = 256 * 1024
@@ -81,7 +83,11 @@ def parse(data: bytes) -> tuple[list[Entry], list[Problem]]:
     if len(data) > _MAX_BYTES:
         return [], [Problem(1, 1, "", f"{ALLOWLIST_FILE} is over {_MAX_BYTES} bytes; nothing in it is applied")]
     try:
-        doc = yaml.load(data.decode("utf-8"), Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+        text = data.decode("utf-8")
+        check_yaml(text, loader=_LineLoader)
+        doc = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+    except NestingError as exc:
+        return [], [Problem(exc.line, exc.column, "", f"{ALLOWLIST_FILE} is {exc.problem}; nothing in it is applied")]
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1

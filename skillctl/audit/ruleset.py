@@ -31,6 +31,8 @@ import yaml
 from skillctl.audit.model import Rule, Severity
 from skillctl.audit.regexcheck import UnsafePattern, compile_safe
 from skillctl.errors import ConfigError
+from skillctl.fsutil import read_regular
+from skillctl.nesting import NestingError, check_yaml
 
 RULES_SCHEMA = "rules.schema.json"
 SHIPPED_RULES = "rules.yaml"
@@ -217,7 +219,10 @@ def _add_file(rs: RuleSet, doc: Any, label: str) -> None:
 
 def _load_yaml(text: str, label: str) -> Any:
     try:
+        check_yaml(text)
         return yaml.safe_load(text)
+    except NestingError as exc:
+        raise ConfigError(f"{label}: {exc}; fix the file") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
@@ -232,8 +237,7 @@ def load_rules(extra: tuple[Path, ...] | list[Path] = ()) -> RuleSet:
     for path in extra:
         label = str(path)
         try:
-            with open(path, "rb") as fh:
-                raw = fh.read(_MAX_RULE_FILE + 1)
+            raw = read_regular(path, _MAX_RULE_FILE + 1)  # a FIFO named here must not hang the audit
         except OSError as exc:
             raise ConfigError(f"{label}: cannot read the rules file ({exc.strerror or exc})") from None
         if len(raw) > _MAX_RULE_FILE:

@@ -10,6 +10,7 @@ module at all; a command missing there is asked for its summary, which costs its
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
@@ -104,6 +105,23 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Every word of the command line (the subcommand's included: click hands the top group
+        them all) checked to be text before any command sees it."""
+        for arg in args:
+            _check_word(arg)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> object:
+        """The command, with an error from the operating system (a file name too long, a folder
+        where a file was named, a full disk) as one line naming the file, exit 1."""
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            named = isinstance(exc.filename, (str, bytes))  # an error on a descriptor has its number there
+            where = f"{_shown(os.fsdecode(exc.filename))}: " if named else ""
+            raise click.ClickException(f"{where}{exc.strerror or exc}") from exc
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """click's command list, from ``SUMMARIES`` instead of importing every command."""
         names = self.list_commands(ctx)
@@ -128,6 +146,26 @@ class LazyGroup(click.Group):
         module_name, attr = target.split(":")
         module = importlib.import_module(f"skillctl.cli.{module_name}")
         return getattr(module, attr)
+
+
+def _shown(text: str, limit: int = 80) -> str:
+    """``text`` as it may be printed: at most ``limit`` characters, undecodable ones escaped."""
+    cut = text if len(text) <= limit else text[:limit] + "…"
+    return cut.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _check_word(arg: str) -> None:
+    # A NUL cannot come from a shell (argv is NUL-terminated) but can from a caller in-process;
+    # a lone surrogate is how Python hands over bytes that are not UTF-8. Either would surface
+    # deep in a command as a ValueError or UnicodeEncodeError: refuse them here, in one line.
+    if "\x00" in arg:
+        shown = _shown(arg.replace("\x00", "\\0"))
+        raise click.UsageError(f"'{shown}' holds a NUL byte, which no name, path or value may hold")
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError:
+        raise click.UsageError(f"'{_shown(arg)}' is not valid UTF-8; skillctl takes names, paths and values as UTF-8 text "
+                               "(rename the file, or check the terminal's locale)") from None
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -17,17 +17,20 @@ from skillctl.cli.many_options import MANY_KEYS, current_project, many_run_optio
               help="Results file (JSON Lines, appended as runs finish). Default: TASKS.results.jsonl beside TASKS.")
 @click.option("--model", "model_spec", envvar="SKILLCTL_MODEL", metavar="SPEC",
               help="Model for lines without one: script:FILE, openai:MODEL, openai-chat:MODEL. Env: SKILLCTL_MODEL.")
+@click.option("--allow-outside-files", is_flag=True,
+              help="Stage files a line names outside the tasks file's folder (absolute paths, '..', links out of it); "
+              "without it such a line is refused, as eval refuses them, since staged files reach the transcript.")
 @many_run_options
 @registry_option
 @format_option
 @library_errors
-def batch_cmd(tasks, results, model_spec, registry_url, fmt, **options) -> None:
+def batch_cmd(tasks, results, model_spec, allow_outside_files, registry_url, fmt, **options) -> None:
     """Run every task of TASKS (JSON Lines) as its own agent run, several at once.
 
     Each line: {"task": "...", "id": "...", "skills": ["REF", ...], "files": ["PATH", ...],
-    "model": "SPEC"} — only "task" is required; files are relative to TASKS; a line without
-    "id" gets a hash of its content. Every line is checked first; bad lines are reported with
-    their numbers and nothing runs.
+    "model": "SPEC"} — only "task" is required; files are relative to TASKS and must be inside
+    its folder (unless --allow-outside-files); a line without "id" gets a hash of its content.
+    Every line is checked first; bad lines are reported with their numbers and nothing runs.
 
     Each finished run appends one line to the results (id, outcome, answer, steps K, Z,
     duration, transcript path, retries); transcripts go to RESULTS.transcripts/. Running the
@@ -39,14 +42,17 @@ def batch_cmd(tasks, results, model_spec, registry_url, fmt, **options) -> None:
     name must pass it before any run starts; the runs then load exactly the versions checked.
     """
     refuse_token_stdin("the runs of a batch")
-    from skillctl.many.batch import run_batch
+    from skillctl.many.batch import read_tasks, run_batch
 
     o = {k: options[k] for k in MANY_KEYS}
     settings = run_settings(registry_url, o)
+    # Every line checked before an engine starts (Ray would start a cluster first).
+    read_tasks(tasks, default_model=model_spec or None, allow_outside_files=allow_outside_files)
     with open_engine_for(o) as engine:
         try:
             summary = run_batch(tasks, engine, results_path=results, model=model_spec or None, settings=settings,
-                                progress=progress, project=current_project())
+                                progress=progress, project=current_project(),
+                                allow_outside_files=allow_outside_files)
         except KeyboardInterrupt:
             progress("interrupted: finished runs are in the results; run the same command again to resume")
             sys.exit(130)

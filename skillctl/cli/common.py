@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -32,6 +33,19 @@ exclude_option = click.option(
 )
 
 
+class FiniteFloatRange(click.FloatRange):
+    """``click.FloatRange`` that also refuses ``nan`` and ``inf``: ``nan`` compares false with
+    every bound, so FloatRange lets it through, and ``inf`` passes any lower bound — both then
+    fail deep inside (``int(inf * 1e9)`` for a CPU limit). Exit 2, naming the option."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+
 def emit_json(data: Any) -> None:
     import json  # only commands asked for --format json pay for it
 
@@ -57,11 +71,24 @@ def library_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def checked_registry_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback: a registry URL no backend could open is a bad option value (exit 2)."""
+    if value:
+        from skillctl.registry import check_registry_url
+
+        try:
+            check_registry_url(value)
+        except SkillctlError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
+
+
 _registry_url_option = click.option(
     "--registry",
     "registry_url",
     envvar="SKILLCTL_REGISTRY",
     metavar="URL",
+    callback=checked_registry_url,
     help="Registry: a folder path (the embedded registry), oci://HOST[:PORT]/NAMESPACE, or https://HOST "
     "(a site publishing /.well-known/agent-skills/, read-only). "
     "Env: SKILLCTL_REGISTRY. Default: a folder in your user data directory.",

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, given_access, library_errors, open_registry_for_cli, registry_access_options
+from skillctl.cli.common import (
+    checked_registry_url,
+    emit_json,
+    format_option,
+    given_access,
+    library_errors,
+    open_registry_for_cli,
+    registry_access_options,
+)
 
 
 @click.command("copy")
 @click.argument("ref")
-@click.option("--from", "src_url", required=True, metavar="URL", help="Source registry: a folder path, oci://HOST[:PORT]/NAMESPACE or https://HOST (a skills site).")
-@click.option("--to", "dst_url", required=True, metavar="URL", help="Target registry: a folder path or oci://HOST[:PORT]/NAMESPACE.")
+@click.option("--from", "src_url", required=True, metavar="URL", callback=checked_registry_url, help="Source registry: a folder path, oci://HOST[:PORT]/NAMESPACE or https://HOST (a skills site).")
+@click.option("--to", "dst_url", required=True, metavar="URL", callback=checked_registry_url, help="Target registry: a folder path or oci://HOST[:PORT]/NAMESPACE.")
 @click.option("--pre", "prereleases", is_flag=True, help="Let a range in REF match pre-releases.")
 @registry_access_options
 @format_option

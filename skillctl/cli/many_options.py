@@ -8,7 +8,9 @@ from typing import Any, Callable
 
 import click
 
-from skillctl.cli.common import progress
+from skillctl.cli.common import FiniteFloatRange, progress
+from skillctl.runtime.tools import MAX_TIMEOUT_MS
+from skillctl.sandbox.settings import MAX_CPUS
 
 _OPTIONS = [
     click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
@@ -24,11 +26,11 @@ _OPTIONS = [
     click.option("--base-url", envvar="OPENAI_BASE_URL",
                  help="OpenAI-compatible endpoint. Env: OPENAI_BASE_URL. The key comes from OPENAI_API_KEY."),
     click.option("--max-steps", type=click.IntRange(min=1), default=30, show_default=True, help="K_max per run."),
-    click.option("--max-seconds", type=click.FloatRange(min=1), help="Wall-clock budget per run, commands included."),
+    click.option("--max-seconds", type=FiniteFloatRange(min=1), help="Wall-clock budget per run, commands included."),
     click.option("--max-tokens", type=click.IntRange(min=1), help="Budget on Z per run."),
     click.option("--context-budget", type=click.IntRange(min=1000), default=100_000, show_default=True,
                  help="Tokens per request."),
-    click.option("--timeout-ms", type=click.IntRange(min=100), default=60_000, show_default=True,
+    click.option("--timeout-ms", type=click.IntRange(min=100, max=MAX_TIMEOUT_MS), default=60_000, show_default=True,
                  help="Per-command timeout: the default, and the most a model may ask for."),
     click.option("--approve", type=click.Choice(["never", "all"]), default="never", show_default=True,
                  help="Commands the approval policy would ask about: refused (never) or run (all). Runs in parallel never prompt."),
@@ -37,7 +39,7 @@ _OPTIONS = [
     click.option("--allow-unsafe-local", is_flag=True, help="Permit --sandbox local (no isolation at all)."),
     click.option("--image", help="Agent image (default: the one `skillctl image build` makes; each Ray node builds its own)."),
     click.option("--memory-limit", metavar="SIZE", help="Container memory limit per run, e.g. 1g (default 2g)."),
-    click.option("--cpus", type=click.FloatRange(min=0.01), help="Container CPU limit per run (default 1)."),
+    click.option("--cpus", type=FiniteFloatRange(min=0.01, max=MAX_CPUS), help="Container CPU limit per run (default 1)."),
 ]
 
 

@@ -8,8 +8,11 @@ from pathlib import Path
 import click
 
 from skillctl.cli.egress_options import egress_options, egress_spec
+from skillctl.cli.common import FiniteFloatRange
 from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, progress, registry_option
 from skillctl.sandbox import BACKENDS as SANDBOXES
+from skillctl.runtime.tools import MAX_TIMEOUT_MS
+from skillctl.sandbox.settings import MAX_CPUS
 
 
 @click.command("run")
@@ -20,10 +23,10 @@ from skillctl.sandbox import BACKENDS as SANDBOXES
 @click.option("--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp…). Env: OPENAI_BASE_URL. The key comes from OPENAI_API_KEY.")
 @click.option("--input", "inputs", multiple=True, type=click.Path(exists=True, path_type=Path), help="File or folder staged into the workspace before the run; repeatable.")
 @click.option("--max-steps", default=30, show_default=True, type=click.IntRange(min=1), help="K_max: model calls before the run stops with budget_exhausted.")
-@click.option("--max-seconds", type=click.FloatRange(min=1), help="Wall-clock budget for the whole run (sub-agents included); a command still running when it ends is stopped.")
+@click.option("--max-seconds", type=FiniteFloatRange(min=1), help="Wall-clock budget for the whole run (sub-agents included); a command still running when it ends is stopped.")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Budget on Z, the total tokens sent over the run.")
 @click.option("--context-budget", default=100_000, show_default=True, type=click.IntRange(min=1000), help="Tokens per request; older tool results are cleared to fit.")
-@click.option("--timeout-ms", default=60_000, show_default=True, type=click.IntRange(min=100), help="Per-command timeout: the default, and the most a model may ask for. Every command also ends when --max-seconds does.")
+@click.option("--timeout-ms", default=60_000, show_default=True, type=click.IntRange(min=100, max=MAX_TIMEOUT_MS), help="Per-command timeout: the default, and the most a model may ask for. Every command also ends when --max-seconds does.")
 @click.option("--approve", type=click.Choice(["policy", "never", "all"]), default="policy", show_default=True, help="Without a terminal: what happens to commands the policy says to ask about (policy: its 'unattended' setting, deny by default).")
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Approval policy file (YAML rules: pattern → allow|ask|deny).")
 @click.option("--sandbox", "sandbox_name", type=click.Choice(sorted(SANDBOXES)), default="docker", show_default=True, help="Where commands run.")
@@ -33,7 +36,7 @@ from skillctl.sandbox import BACKENDS as SANDBOXES
 @click.option("--index-url", envvar="SKILLCTL_INDEX_URL", metavar="URL", help="Package index for the skills' declared requirements. Env: SKILLCTL_INDEX_URL (else UV_INDEX_URL, PIP_INDEX_URL, PyPI).")
 @click.option("--allow-sdist", is_flag=True, help="Accept source distributions where no wheel fits (built in a throwaway container, never here).")
 @click.option("--memory-limit", metavar="SIZE", help="Container memory limit, e.g. 4g (docker; default 2g).")
-@click.option("--cpus", type=click.FloatRange(min=0.01), help="Container CPU limit (docker; default 1).")
+@click.option("--cpus", type=FiniteFloatRange(min=0.01, max=MAX_CPUS), help="Container CPU limit (docker; default 1).")
 @click.option("--catalog-budget", type=click.IntRange(min=200), help="Characters the skills catalog may take in c1 (default: 2 % of --context-budget, i.e. 8,000 for 100k tokens).")
 @click.option("--compact", is_flag=True, help="When clearing old tool results is not enough, let the model summarise the oldest part of the conversation instead of dropping it (costs extra model calls).")
 @click.option("--subagents", is_flag=True, help="Offer the model a `subagent` tool: a fresh-context agent run on a sub-task whose final answer alone comes back.")

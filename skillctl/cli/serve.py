@@ -8,10 +8,11 @@ from pathlib import Path
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, library_errors, progress, registry_opener, registry_option
+from skillctl.cli.common import FiniteFloatRange, emit_json, format_option, library_errors, progress, registry_opener, registry_option
 
 _CERT_REQS = {"none": ssl.CERT_NONE, "optional": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 _SEVERITIES = ("low", "medium", "high", "critical")
+
 
 keys_option = click.option(
     "--keys", "keys_file", type=click.Path(dir_okay=False, path_type=Path), envvar="SKILLCTL_SERVE_KEYS",
@@ -28,7 +29,7 @@ keys_option = click.option(
 @click.option("--threads", default=4, show_default=True, type=click.IntRange(1, 64), help="Registry worker threads.")
 @click.option("--max-request-bytes", type=click.IntRange(1024), default=None,
               help="Largest request body accepted, checked while it is read. Default: the bundle size limit (50 MiB) plus 1 MiB.")
-@click.option("--refresh", "refresh_s", default=5.0, show_default=True, type=click.FloatRange(0),
+@click.option("--refresh", "refresh_s", default=5.0, show_default=True, type=FiniteFloatRange(0),
               help="Seconds before changes other writers make to the registry show in lists and the well-known index.")
 @click.option("--audit-fail-on", type=click.Choice(_SEVERITIES), default=None,
               help="Refuse uploads with audit findings at or above this severity (default: no audit, as skillctl publish).")
@@ -37,8 +38,16 @@ keys_option = click.option(
 @click.option("--ssl-keyfile-password", envvar="SKILLCTL_SERVE_SSL_KEYFILE_PASSWORD", help="Password of the TLS key. Env: SKILLCTL_SERVE_SSL_KEYFILE_PASSWORD.")
 @click.option("--ssl-ca-certs", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="CA certificates for client certificates.")
 @click.option("--ssl-cert-reqs", type=click.Choice(list(_CERT_REQS)), default="none", show_default=True, help="Whether clients must present a certificate.")
-@click.option("--shutdown-timeout", default=30.0, show_default=True, type=click.FloatRange(0), help="Seconds requests in flight get to finish after SIGINT/SIGTERM.")
-@click.option("--max-connections", default=512, show_default=True, type=click.IntRange(1), help="Connections served at once; more get 503.")
+@click.option("--shutdown-timeout", default=30.0, show_default=True, type=FiniteFloatRange(0), help="Seconds requests in flight get to finish after SIGINT/SIGTERM.")
+@click.option("--max-connections", default=512, show_default=True, type=click.IntRange(1),
+              help="Requests served at once; more get 503 (connections still sending their request head do not count).")
+@click.option("--header-timeout", default=10.0, show_default=True, type=FiniteFloatRange(0.1),
+              help="Seconds a connection gets for the head of each request (request line and headers, TLS handshake "
+                   "included), from connecting or from the end of its last answer; then it is closed.")
+@click.option("--body-timeout", default=30.0, show_default=True, type=FiniteFloatRange(0.1),
+              help="Seconds a request body may stall before it is answered 408 (an upload then gives its slot up).")
+@click.option("--body-min-rate", default=8192, show_default=True, type=click.IntRange(1),
+              help="Bytes per second a request body must keep up on average; a slower one is answered 408.")
 @click.option("--access-log/--no-access-log", default=True, show_default=True, help="One line per request on stderr.")
 @click.pass_context
 @library_errors
@@ -46,7 +55,7 @@ def serve_group(ctx: click.Context, registry_url: str | None, host: str, port: i
                 threads: int, max_request_bytes: int | None, refresh_s: float, audit_fail_on: str | None,
                 ssl_certfile: Path | None, ssl_keyfile: Path | None, ssl_keyfile_password: str | None,
                 ssl_ca_certs: Path | None, ssl_cert_reqs: str, shutdown_timeout: float, max_connections: int,
-                access_log: bool) -> None:
+                header_timeout: float, body_timeout: float, body_min_rate: int, access_log: bool) -> None:
     """Serve a registry as the OpenAI and Anthropic skills APIs and as a well-known site.
 
     \b
@@ -64,6 +73,7 @@ def serve_group(ctx: click.Context, registry_url: str | None, host: str, port: i
         return
     try:
         from skillctl.serve.app import DEFAULT_MAX_REQUEST_BYTES, ServeSettings
+        from skillctl.serve.http import BodyPace
         from skillctl.serve.server import Listen, SkillServer, configure_logging
     except ImportError as exc:  # the web stack is the optional extra
         raise click.ClickException(f"skillctl serve needs the serve extra ({exc.name} is missing): pip install 'skillctl[serve]'") from None
@@ -79,6 +89,7 @@ def serve_group(ctx: click.Context, registry_url: str | None, host: str, port: i
         public_read=public_read,
         threads=threads,
         max_request_bytes=max_request_bytes or DEFAULT_MAX_REQUEST_BYTES,
+        body_pace=BodyPace(timeout_s=body_timeout, min_rate=body_min_rate),
         refresh_s=refresh_s,
         audit_gate=audit_fail_on,
         access_log=access_log,
@@ -86,7 +97,7 @@ def serve_group(ctx: click.Context, registry_url: str | None, host: str, port: i
     listen = Listen(
         host=host, port=port, ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, ssl_keyfile_password=ssl_keyfile_password,
         ssl_ca_certs=ssl_ca_certs, ssl_cert_reqs=_CERT_REQS[ssl_cert_reqs], shutdown_timeout_s=shutdown_timeout,
-        max_connections=max_connections,
+        max_connections=max_connections, header_timeout_s=header_timeout,
     )
     configure_logging(access_log)
     server = SkillServer(settings, listen)

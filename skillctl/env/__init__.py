@@ -10,6 +10,8 @@ verified and installed into an image layer on the agent image — offline at run
     files      downloads into a content-addressed cache, every byte checked against its sha256
     build      the environment image: a venv at /opt/skills-env (first on PATH) and the .debs,
                built with ``--network none`` from files checked on the host
+    shadow     the check, run inside that build, that no package's script takes the name of a
+               command of the image
     sdist      --allow-sdist: source distributions built into wheels in throwaway containers
     simple     one project's page of a package index (the sdists to choose from)
     images     the environment images on the engine: list, and prune those not in use

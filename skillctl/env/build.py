@@ -5,12 +5,20 @@ on the host: the wheels (and .debs) from the verified cache, a requirements file
 wheel by sha256, and uv's binary (the same one that resolved; it installs, then is left behind in
 a build stage). Nothing is downloaded during the build and nothing is pulled.
 
-    stage 1 (venv): uv makes /opt/skills-env with the image's own python3 and installs the
-                    wheels --offline --no-index --require-hashes --no-deps, byte-compiled
-    stage 2:        the agent image + the .debs (dpkg -i) + /opt/skills-env copied from stage 1;
-                    then, as the agent image does, no setuid/setgid file or folder anywhere
-                    (bits removed, and the build fails if one is left);
+    stage 1 (venv): as an unprivileged user (65534) owning only /opt/skills-env, uv makes the
+                    venv with the image's own python3 and installs the wheels --offline
+                    --no-index --require-hashes --no-deps; then the image's python3 -I -S
+                    byte-compiles it (-S: no site-packages, so no package's .pth runs)
+    stage 2:        the agent image + the .debs (dpkg -i) + /opt/skills-env copied from stage 1,
+                    owned by root; no script in its bin may have the name of a command of the
+                    image (``shadow``: the build fails naming the wheel); then, as the agent
+                    image does, no setuid/setgid file or folder anywhere (bits removed, and the
+                    build fails if one is left);
                     PATH starts with /opt/skills-env/bin; the user is the agent image's again
+
+No wheel's code runs during the build, as root or at all: wheels are unpacked, not run. The only
+package code that runs is Debian packages' maintainer scripts (as root, as dpkg runs them
+anywhere), before the venv is copied in.
 
 The image is tagged ``skillctl-env:<hash12>`` where the hash covers the agent image id, every
 file's sha256, the build recipe and uv's version; an image with that label is reused.
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -27,7 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillctl.env import shadow
 from skillctl.errors import EnvError
+from skillctl.sandbox.programs import PYTHON3
 
 Progress = Callable[[str], None]
 
@@ -39,7 +50,9 @@ LABEL_PACKAGES = "org.skillctl.env.packages"  # "name==version …" for people
 # On the build stage that holds uv and the wheels; it is removed after the build.
 LABEL_STAGE = "org.skillctl.env.stage"
 # Bump when the Dockerfile below changes meaning, so old images are not reused for it.
-RECIPE_VERSION = "2"
+RECIPE_VERSION = "3"
+# Who makes the venv in the build stage: a uid that owns nothing else in the image.
+BUILD_USER = "65534:65534"
 
 _DOCKERFILE = """\
 ARG BASE
@@ -49,16 +62,23 @@ USER 0:0
 COPY uv /tmp/skillctl-build/uv
 COPY wheels/ /tmp/skillctl-build/wheels/
 COPY requirements.txt /tmp/skillctl-build/requirements.txt
-RUN /tmp/skillctl-build/uv venv --no-config --color never --no-python-downloads --python /usr/bin/python3 {venv} \\
+RUN mkdir -p {venv} && chown {build_user} {venv}
+USER {build_user}
+# compileall exits 1 when a file does not compile (some wheels ship such files): not an error.
+RUN /tmp/skillctl-build/uv venv --no-config --no-cache --color never --no-python-downloads --python {python3} {venv} \\
  && /tmp/skillctl-build/uv pip install --no-config --color never --offline --no-cache --no-index \\
       --find-links /tmp/skillctl-build/wheels --require-hashes --no-deps --only-binary :all: \\
-      --link-mode copy --compile-bytecode --python {venv}/bin/python -r /tmp/skillctl-build/requirements.txt
+      --link-mode copy --python {venv}/bin/python -r /tmp/skillctl-build/requirements.txt \\
+ && {{ {python3} -I -S -m compileall -q -j 0 {venv}/lib || [ $? -eq 1 ]; }}
 
 FROM ${{BASE}}
 USER 0:0
-{debs}COPY --from=venv {venv} {venv}
+{debs}COPY --from=venv --chown=0:0 {venv} {venv}
+COPY shadow.py /tmp/skillctl-shadow.py
+# No package script may stand in for a command of the image (see skillctl/env/shadow.py), and
 # Debian packages bring setuid/setgid programs and setgid folders (/var/mail…): none may stay.
-RUN find / -xdev -perm /6000 -exec chmod ug-s {{}} + \\
+RUN {python3} -I -S /tmp/skillctl-shadow.py {venv} "$PATH" && rm /tmp/skillctl-shadow.py \\
+ && find / -xdev -perm /6000 -exec chmod ug-s {{}} + \\
  && test -z "$(find / -xdev -perm /6000)"
 ENV PATH={venv}/bin:${{PATH}} \\
     VIRTUAL_ENV={venv}
@@ -108,13 +128,15 @@ def _context(tmp: Path, wheels: Sequence[EnvFile], debs: Sequence[EnvFile], uv_b
     (tmp / "requirements.txt").write_text("\n".join(sorted(lines)) + "\n", "utf-8")
     shutil.copyfile(uv_bin, tmp / "uv")
     (tmp / "uv").chmod(0o755)
+    shutil.copyfile(shadow.__file__, tmp / "shadow.py")
     debs_part = ""
     if debs:
         (tmp / "debs").mkdir()
         for d in debs:
             shutil.copyfile(d.path, tmp / "debs" / d.path.name)
         debs_part = _DEBS.format()
-    (tmp / "Dockerfile").write_text(_DOCKERFILE.format(venv=VENV, debs=debs_part, user=user, stage_label=LABEL_STAGE, digest=digest), "utf-8")
+    (tmp / "Dockerfile").write_text(_DOCKERFILE.format(venv=VENV, debs=debs_part, user=user, stage_label=LABEL_STAGE,
+                                                       digest=digest, build_user=BUILD_USER, python3=PYTHON3), "utf-8")
 
 
 def existing_env_image(client: Any, base_image: str, digest_of: Callable[[str], str], force: bool) -> tuple[Any, str, str | None]:
@@ -145,27 +167,70 @@ def build_env_image(
     user = (base.attrs.get("Config") or {}).get("User") or "0:0"
     packages = " ".join(sorted(w.pin for w in wheels) + sorted(d.pin for d in debs))
     say(f"building environment image {tag} ({len(wheels)} wheel(s), {len(debs)} Debian package(s), no network)")
-    with tempfile.TemporaryDirectory(prefix="skillctl-env-build-", dir="/var/tmp") as tmp:
-        _context(Path(tmp), wheels, debs, uv_bin, user, digest)
-        stream = client.api.build(
-            path=tmp, tag=tag, buildargs={"BASE": base.id}, network_mode="none", pull=False, rm=True, forcerm=True,
-            nocache=force,
-            labels={LABEL_ENV: digest, LABEL_BASE: base.id, LABEL_PACKAGES: packages[:4000]}, decode=True,
-        )
-        for event in stream:
-            if "error" in event:
-                detail = str(event.get("error", "")).strip().splitlines()[-1:] or ["unknown error"]
-                raise EnvError(f"building environment image {tag} failed: {detail[0]}")
-            text = str(event.get("stream", "")).rstrip()
-            for line in text.splitlines():
-                if line.strip():
-                    say(f"  {line}")
-    _remove_stage(client, digest)
+    wheel_names = {w.pin: w.path.name for w in wheels}
+    steps: list[str] = []  # the image of each finished step, in order
+    try:
+        with tempfile.TemporaryDirectory(prefix="skillctl-env-build-", dir="/var/tmp") as tmp:
+            _context(Path(tmp), wheels, debs, uv_bin, user, digest)
+            stream = client.api.build(
+                path=tmp, tag=tag, buildargs={"BASE": base.id}, network_mode="none", pull=False, rm=True, forcerm=True,
+                nocache=force,
+                labels={LABEL_ENV: digest, LABEL_BASE: base.id, LABEL_PACKAGES: packages[:4000]}, decode=True,
+            )
+            _follow(stream, tag, say, wheel_names, steps)
+    except EnvError:
+        if steps:
+            _remove_untagged(client, steps[-1])  # a refused build leaves no layers behind
+        raise
+    finally:
+        _remove_stage(client, digest)
     return tag
 
 
+_STEP_IMAGE = re.compile(r"^ ---> ([0-9a-f]{12,64})$")
+
+
+def _follow(stream: Any, tag: str, say: Progress, wheel_names: dict[str, str], steps: list[str]) -> None:
+    """Relay the build's output, noting each step's image in ``steps``; a failure is one
+    ``EnvError`` line (the shadow check's, when it is what failed)."""
+    shadowing: list[dict[str, str]] = []
+    pending = ""  # output arrives in chunks that need not end at a line's end
+    for event in stream:
+        if "error" in event:
+            if shadowing:
+                raise EnvError(shadow.refusal(shadowing, wheel_names))
+            detail = str(event.get("error", "")).strip().splitlines()[-1:] or ["unknown error"]
+            raise EnvError(f"building environment image {tag} failed: {detail[0]}")
+        *lines, pending = (pending + str(event.get("stream", ""))).split("\n")
+        for line in (ln.rstrip() for ln in lines):
+            found = shadow.parse(line)
+            step = _STEP_IMAGE.match(line)
+            if found is not None:
+                shadowing.append(found)
+            elif line.strip():
+                say(f"  {line}")
+            if step:
+                steps.append(step.group(1))
+    if pending.strip():
+        say(f"  {pending.rstrip()}")
+
+
+def _remove_untagged(client: Any, image_id: str) -> None:
+    """Remove an untagged image of a failed build with its untagged parents (never a tagged
+    one, such as the agent image, nor one another image or container still uses)."""
+    import docker.errors
+    import requests.exceptions
+
+    try:
+        if not client.images.get(image_id).tags:
+            client.images.remove(image_id, force=False, noprune=False)
+    except (docker.errors.APIError, requests.exceptions.RequestException):
+        pass  # in use meanwhile (a concurrent build reuses the layer): `docker image prune` removes it later
+
+
 def _remove_stage(client: Any, digest: str) -> None:
-    """Drop the build stage (uv + wheels, ~2x the environment) left behind as an untagged image."""
+    """Drop the build stage (uv + wheels, ~2x the environment) left behind as an untagged image,
+    whether the build succeeded or not."""
     import docker.errors
     import requests.exceptions
 

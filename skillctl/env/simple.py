@@ -9,7 +9,6 @@ size and every link must carry a sha256.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
@@ -21,6 +20,7 @@ from packaging.version import Version
 from skillctl.env.resolve import PackageFile
 from skillctl.env.target import Target
 from skillctl.errors import EnvError
+from skillctl.nesting import loads_json
 
 # PyPI's page for a project with thousands of files (numpy, boto3) is a few MB.
 MAX_PAGE_BYTES = 32 * 1024 * 1024
@@ -100,7 +100,7 @@ def project_files(index: str, name: str) -> list[IndexFile]:
         raise EnvError(f"reading {page} failed ({type(exc).__name__}: {exc})") from None
     try:
         if "json" in ctype:
-            return _files_from_json(json.loads(body), final)
+            return _files_from_json(loads_json(body), final)
         return _files_from_html(body.decode("utf-8", errors="replace"), final)
     except (ValueError, AttributeError) as exc:
         raise EnvError(f"{page} is not a package index page ({exc})") from None

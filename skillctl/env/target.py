@@ -2,9 +2,9 @@
 
 Packages are resolved on the host for the container, not for the host's own Python (the host may
 run another Python version, or a pyenv build). The image is asked once — a throwaway container
-with no network prints its ``python3`` version, glibc version, machine and Debian architecture —
-and the answer is cached under the image id (an image id is a digest of its content, so the
-answer can never go stale).
+with no network prints the version of its ``/usr/bin/python3`` (the interpreter environments are
+built on), glibc version, machine and Debian architecture — and the answer is cached under the
+image id (an image id is a digest of its content, so the answer can never go stale).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 from packaging.markers import default_environment
 
 from skillctl.errors import EnvError
+from skillctl.sandbox.programs import DPKG, PYTHON3, SH
 
 _PROBE = (
     "import json, os, platform, sys, sysconfig; "
@@ -104,10 +105,10 @@ def probe_image(client: Any, image: str) -> Target:
         return Target.from_dict(json.loads(path.read_text("utf-8")))
     except (OSError, ValueError, EnvError):
         pass
-    script = f"python3 -c \"{_PROBE}\" && dpkg --print-architecture"
+    script = f"{PYTHON3} -I -c \"{_PROBE}\" && {DPKG} --print-architecture"
     try:
         out = client.containers.run(
-            image, entrypoint=["sh", "-c", script], command=[], network_mode="none", remove=True,
+            image, entrypoint=[SH, "-c", script], command=[], network_mode="none", remove=True,
             cap_drop=["ALL"], security_opt=["no-new-privileges"], user="1000:1000",
             labels={"org.skillctl.env-probe": "1"},
             stdout=True, stderr=True,

@@ -2,7 +2,9 @@
 finish, resumable.
 
 Tasks file: one JSON object per line (``schemas/task.schema.json``): ``task``, optional ``id``,
-``skills``, ``files`` (relative to the file's folder) and ``model`` (default: the batch's).
+``skills``, ``files`` and ``model`` (default: the batch's). Files are staged into the run (and
+so reach its transcript): like an eval case's, each must be inside the tasks file's folder
+(``inputfiles``) unless the batch is run with ``allow_outside_files``.
 Blank lines are skipped. Every line is checked before any run starts, and every bad line is
 reported with its number. A line without ``id`` gets one from a hash of its content, so the
 same line has the same id in the next run; two lines with one id are an error.
@@ -30,11 +32,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from skillctl.errors import ConfigError, SkillctlError
-from skillctl.fsutil import open_private
+from skillctl.fsutil import open_private, read_regular_text
 from skillctl.models._schema import schema_problems
+from skillctl.nesting import NestingError, loads_json
 from skillctl.protocols import ResolvedSkill
 
 from .engines import Engine
+from .inputfiles import MISSING, OUTSIDE, locate
 from .job import ERROR, FAILED, LOST, Job, JobResult, RunSettings, line_id, model_fields
 from .progress import RunProgress
 
@@ -59,10 +63,10 @@ class Task:
     files: tuple[Path, ...] = ()
 
 
-def read_tasks(path: Path, *, default_model: str | None = None) -> list[Task]:
+def read_tasks(path: Path, *, default_model: str | None = None, allow_outside_files: bool = False) -> list[Task]:
     """Every task of ``path``; a ``ConfigError`` lists every bad line (``line N: what``)."""
     try:
-        text = path.read_text("utf-8")
+        text = read_regular_text(path)
     except FileNotFoundError:
         raise ConfigError(f"tasks file {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -74,7 +78,7 @@ def read_tasks(path: Path, *, default_model: str | None = None) -> list[Task]:
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
-        task, why = _parse_line(raw, base, default_model)
+        task, why = _parse_line(raw, base, default_model, allow_outside_files)
         if task is None:
             problems.append(f"line {number}: {why}")
             continue
@@ -92,9 +96,11 @@ def read_tasks(path: Path, *, default_model: str | None = None) -> list[Task]:
     return tasks
 
 
-def _parse_line(raw: str, base: Path, default_model: str | None) -> tuple[Task | None, str]:
+def _parse_line(raw: str, base: Path, default_model: str | None, allow_outside_files: bool) -> tuple[Task | None, str]:
     try:
-        obj = json.loads(raw)
+        obj = loads_json(raw)
+    except NestingError as exc:
+        return None, f"{exc.problem} (at column {exc.column})"
     except ValueError as exc:
         return None, f"not JSON ({exc.msg} at column {exc.colno})"
     problems = schema_problems(obj, task_schema())
@@ -108,8 +114,15 @@ def _parse_line(raw: str, base: Path, default_model: str | None) -> tuple[Task |
         model = f"script:{script if script.is_absolute() else base / script}"
     files = []
     for i, name in enumerate(obj.get("files", [])):
-        p = Path(name) if Path(name).is_absolute() else base / name
-        if not p.exists():
+        if allow_outside_files:
+            p = Path(name) if Path(name).is_absolute() else base / name
+            problem = None if p.exists() else MISSING
+        else:
+            p, problem = locate(base, name)
+        if problem == OUTSIDE:
+            return None, (f"files[{i}]: {name} is outside the tasks file's folder {base} (absolute, '..' or a link out of "
+                          "it); move it there, or pass --allow-outside-files to stage it anyway")
+        if problem == MISSING:
             return None, f"files[{i}]: {name} does not exist (paths are relative to the tasks file)"
         files.append(p)
     ident = str(obj["id"]) if "id" in obj else line_id(obj)
@@ -147,7 +160,7 @@ class ResultsFile:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = loads_json(line)
                 done.add(str(record["id"]))
             except (ValueError, KeyError, TypeError):
                 raise ConfigError(f"{self.path}:{number} is not a result line; fix it or move the file away "
@@ -213,10 +226,10 @@ def new_group_id() -> str:
 
 def run_batch(tasks_path: Path, engine: Engine, *, results_path: Path | None = None, model: str | None = None,
               settings: RunSettings = RunSettings(), progress: Callable[[str], None] = lambda _l: None,
-              batch_id: str | None = None, project: Path | None = None) -> BatchSummary:
+              batch_id: str | None = None, project: Path | None = None, allow_outside_files: bool = False) -> BatchSummary:
     """Run every task of ``tasks_path`` not yet in the results, appending each result as it comes.
     ``project``: a skills.yaml whose ``trust:`` policy every skill of the runs must pass first."""
-    tasks = read_tasks(tasks_path, default_model=model)
+    tasks = read_tasks(tasks_path, default_model=model, allow_outside_files=allow_outside_files)
     results = ResultsFile(results_path or default_results_path(tasks_path))
     done = results.done_ids(progress)
     todo = [t for t in tasks if t.id not in done]

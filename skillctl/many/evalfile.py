@@ -20,7 +20,9 @@ from typing import Any
 
 from skillctl.errors import ConfigError
 from skillctl.models._schema import schema_problems, summarize
+from skillctl.nesting import loads_json
 
+from .inputfiles import MISSING, OUTSIDE, locate
 from .job import Expectation
 
 EVALS_FILE = "evals/evals.json"
@@ -69,7 +71,7 @@ def load_evals(skill_dir: Path, skill_name: str) -> EvalSet:
         raise ConfigError(f"{path} does not exist; write the skill's test cases there "
                           f"({{\"skill_name\": \"{skill_name}\", \"evals\": [{{\"id\": 1, \"prompt\": ..., \"expected_output\": ...}}]}})")
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = loads_json(path.read_text("utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
@@ -101,17 +103,16 @@ def load_evals(skill_dir: Path, skill_name: str) -> EvalSet:
 def _file_problems(skill_dir: Path, index: int, files: list[str]) -> list[str]:
     problems = []
     names: dict[str, str] = {}
-    root = skill_dir.resolve()
     for j, name in enumerate(files):
         where = f"evals[{index}].files[{j}]"
-        pure = PurePosixPath(name)
-        if pure.is_absolute() or ".." in pure.parts:
+        _, problem = locate(skill_dir, name)
+        if problem == OUTSIDE:
             problems.append(f"{where}: {name} must be a path inside the skill folder, relative to it")
             continue
-        target = (skill_dir / name).resolve()
-        if root not in target.parents or not target.exists():
+        if problem == MISSING:
             problems.append(f"{where}: {name} does not exist in {skill_dir}")
             continue
+        pure = PurePosixPath(name)
         if pure.name in names:
             problems.append(f"{where}: {name} and {names[pure.name]} would both be staged as {pure.name}; rename one")
         names[pure.name] = name

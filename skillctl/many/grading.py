@@ -26,6 +26,7 @@ from typing import Any, Sequence
 from skillctl.errors import SkillctlError
 from skillctl.messages import Message, system, user
 from skillctl.models._schema import schema_problems, summarize
+from skillctl.nesting import loads_json
 from skillctl.protocols import Model, ModelReply, ToolSpec
 from skillctl.runtime.result import CheckResult, RunResult
 from skillctl.tokens import estimate_tokens
@@ -110,7 +111,7 @@ def parse_verdict(reply: ModelReply) -> tuple[bool, str]:
         if not raw:
             return False, "malformed judge answer: it called no tool and wrote nothing"
     try:
-        data = json.loads(raw)
+        data = loads_json(raw)
     except ValueError:
         return False, f"malformed judge answer: not JSON: {_excerpt(raw, 200)}"
     problems = schema_problems(data, verdict_schema())

@@ -248,14 +248,17 @@ def parse_lock(doc: Any, path: Path) -> Lock:
 
 
 def read_lock(path: Path) -> Lock:
+    from skillctl.fsutil import read_regular_text
+    from skillctl.nesting import loads_json
+
     try:
-        text = path.read_text("utf-8")
+        text = read_regular_text(path)  # a FIFO planted as skills.lock is refused, not waited on
     except FileNotFoundError:
         raise LockError(f"{path} not found; create it with: skillctl lock") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise LockError(f"{path} is unreadable ({type(exc).__name__}); regenerate it with: skillctl lock") from None
     try:
-        doc = json.loads(text)
+        doc = loads_json(text)  # nesting bounded before parsing
     except ValueError as exc:
         raise LockError(f"{path} is not JSON ({exc}); regenerate it with: skillctl lock") from None
     return parse_lock(doc, path)

@@ -95,6 +95,22 @@ def open_registry(
     return LocalRegistry(path, create=create, allow_damaged=allow_damaged)
 
 
+def check_registry_url(url: str) -> None:
+    """Refuse a registry URL that no backend could open, for its spelling alone (an unknown
+    scheme, an unclosed ``[``, no host or namespace), before anything is opened or asked: the
+    same parsers ``open_registry`` uses, a ``RegistryError`` naming what to write."""
+    if url.startswith("oci://"):
+        from skillctl.registry.oci.names import parse_oci_url  # noqa: PLC0415 - lazy, as in open_registry
+
+        parse_oci_url(url)
+    elif url.startswith(("https://", "http://")):
+        from skillctl.registry.wellknown import index_url_for  # noqa: PLC0415 - lazy, as in open_registry
+
+        index_url_for(url)
+    else:
+        _folder_path(url)
+
+
 def rebuild_index(url: str | None = None, *, progress: Callable[[str], None] | None = None) -> "RebuildReport":
     """Rebuild the missing or damaged index of the folder registry at ``url`` from its blobs (see
     ``skillctl.registry.rebuild``). Only a folder registry has such an index: elsewhere (an OCI

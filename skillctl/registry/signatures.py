@@ -8,10 +8,10 @@ An envelope is identified by the sha256 of its bytes: the same bytes are kept on
 
 from __future__ import annotations
 
-import json
 
 from skillctl.bundle import sha256_digest
 from skillctl.errors import IntegrityError, RegistryError
+from skillctl.nesting import loads_json
 from skillctl.protocols import ResolvedSkill
 from skillctl.registry.records import VersionRecord
 
@@ -28,7 +28,7 @@ def check_envelope(data: bytes, label: str) -> str:
     if len(data) > MAX_ENVELOPE_BYTES:
         raise RegistryError(f"{label}: signature envelope is {len(data)} bytes, over the {MAX_ENVELOPE_BYTES // 1024} KiB cap")
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = loads_json(data)
     except (UnicodeDecodeError, ValueError):
         raise RegistryError(f"{label}: signature envelope is not JSON; it is not a DSSE envelope") from None
     if not isinstance(doc, dict) or any(f not in doc for f in DSSE_FIELDS):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from skillctl.errors import ConfigError
 from skillctl.protocols import Model, RegistryReader, ResolvedSkill
 from skillctl.runtime.loop import Limits
+from skillctl.runtime.tools import MAX_TIMEOUT_MS
 
 if TYPE_CHECKING:
     from skillctl.egress.policy import NetworkPolicy
@@ -128,6 +129,8 @@ class RunSpec:
             problems.append(f"context_budget must be at least 1000 tokens, got {self.context_budget}")
         if self.timeout_ms < 100:
             problems.append(f"timeout_ms must be at least 100, got {self.timeout_ms}")
+        if self.timeout_ms > MAX_TIMEOUT_MS:
+            problems.append(f"timeout_ms must be at most {MAX_TIMEOUT_MS} (an hour), got {self.timeout_ms}")
         if self.catalog_budget is not None and self.catalog_budget < 200:
             problems.append(f"catalog_budget must be at least 200 characters, got {self.catalog_budget}")
         if self.approve not in APPROVE_MODES:

@@ -25,6 +25,8 @@ from skillctl.runtime.stops import Cancelled
 from skillctl.sandbox.output import format_result
 
 DEFAULT_TIMEOUT_MS = 60_000
+# The most a command may be given: what a model may ask for, and the bound on --timeout-ms.
+MAX_TIMEOUT_MS = 3_600_000
 DEFAULT_MAX_OUTPUT = 10_000  # characters of one command's result the model reads (head + tail)
 MAX_COMMANDS_PER_CALL = 8
 REJECTED = "rejected by the user"
@@ -103,7 +105,7 @@ SHELL_SCHEMA: dict[str, Any] = {
             "minItems": 1,
             "maxItems": MAX_COMMANDS_PER_CALL,
         },
-        "timeout_ms": {"type": "integer", "minimum": 100, "maximum": 3_600_000, "description": "Per-command timeout (the harness may set a lower maximum)."},
+        "timeout_ms": {"type": "integer", "minimum": 100, "maximum": MAX_TIMEOUT_MS, "description": "Per-command timeout (the harness may set a lower maximum)."},
         "max_output_length": {"type": "integer", "minimum": 256, "maximum": 200_000, "description": "Characters of output to return per command (head and tail are kept)."},
     },
     "required": ["commands"],

@@ -8,8 +8,9 @@ manager, or call ``stop`` in a ``finally``; see ``cleanup`` for what happens on 
 ``reaper`` for what happens after SIGKILL. When the container dies under a run, the error says
 how, from the engine's events (killed from outside, out of memory, TTL), not a guess.
 
-A command runs as ``skillctl-supervise -- timeout -k KILL_AFTER N sh -c CMD``. Timeouts, two of
-them: ``timeout`` really kills the command at N (``docker exec`` forwards no signals, and the
+A command runs as ``skillctl-supervise -- timeout -k KILL_AFTER N sh -c CMD``, every one of them
+by absolute path (``programs``: a skill environment's scripts come first on the command's PATH,
+and must not stand in for these). Timeouts, two of them: ``timeout`` really kills the command at N (``docker exec`` forwards no signals, and the
 Docker API cannot kill an exec); the host waits N + ``host_grace_s`` more, and if even that
 passes, the daemon or the container is stuck and ``SandboxTimeout`` is raised. The supervisor
 (``container/supervise.c``) is a child subreaper: when ``timeout`` returns, it kills and reaps
@@ -38,6 +39,7 @@ from skillctl.protocols import ExecResult
 from skillctl.sandbox import cleanup
 from skillctl.sandbox.client import daemon_error, daemon_failures, docker_client, retry
 from skillctl.sandbox.heap import keep_big_blocks_mapped
+from skillctl.sandbox.programs import ID, MKDIR, SH, TIMEOUT
 from skillctl.sandbox.output import CappedCapture, capture_share
 from skillctl.sandbox.reaper import Owner, reap
 from skillctl.sandbox.settings import (
@@ -260,7 +262,7 @@ class DockerSandbox:
             raise SandboxError(f"timeout must be a positive number of seconds, got {timeout_s}")
         s = self.settings
         argv = [SUPERVISOR, *(["--keep-background"] if s.keep_background else []), "--",
-                "timeout", "-k", _seconds(s.kill_after_s), _seconds(timeout_s), "sh", "-c", command]
+                TIMEOUT, "-k", _seconds(s.kill_after_s), _seconds(timeout_s), SH, "-c", command]
         environment = dict(s.env)
         environment.update(env or {})
         api = self.client.api
@@ -455,7 +457,7 @@ class DockerSandbox:
         if user not in self._ids:
             if not _SAFE_USER.match(user):
                 raise SandboxError(f"invalid user name {user!r}: use a name from the image or uid:gid")
-            result = self.exec(f"id -u {user} && id -g {user}", timeout_s=10, user="0:0", cwd="/")
+            result = self.exec(f"{ID} -u {user} && {ID} -g {user}", timeout_s=10, user="0:0", cwd="/")
             lines = result.stdout.split()
             if not result.ok or len(lines) != 2:
                 raise SandboxError(f"no user {user!r} in image {self.settings.image}: use uid:gid instead")
@@ -522,7 +524,7 @@ class DockerSandbox:
                 raise daemon_error(f"copying files into {dest_dir}", exc) from exc
 
     def _mkdir(self, path: str, user: str | None) -> None:
-        result = self.exec(f"mkdir -p -- {shlex.quote(path)}", timeout_s=10, user=user or "0:0", cwd="/")
+        result = self.exec(f"{MKDIR} -p -- {shlex.quote(path)}", timeout_s=10, user=user or "0:0", cwd="/")
         if not result.ok:
             reason = (result.stderr.strip().splitlines() or [f"exit code {result.exit_code}"])[-1]
             raise SandboxError(f"cannot create {path} in the sandbox: {reason}")

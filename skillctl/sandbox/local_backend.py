@@ -11,7 +11,8 @@ timeout. ``keep_background`` is refused here: a kept process would outlive the s
 on this machine, where no container takes it down. Without a C compiler,
 or on a system without child subreapers (macOS), the sandbox warns when it starts and can only
 kill the command's process group: processes that leave it (``setsid``) then survive. There is
-no process limit: a fork bomb here is a fork bomb on this machine.
+no process limit: a fork bomb here is a fork bomb on this machine. The shell is ``/bin/sh``, not
+whatever ``sh`` the command's PATH would find.
 
 Paths: the sandbox folder has ``skills/``, ``workspace/``, ``tmp/`` and one folder per
 ``extra_dirs`` entry. Commands see these real paths (``workspace``, ``skills_root`` — also
@@ -44,6 +45,7 @@ from skillctl.protocols import ExecResult
 from skillctl.sandbox import cleanup
 from skillctl.sandbox.heap import keep_big_blocks_mapped
 from skillctl.sandbox.output import DEFAULT_CAPTURE_BYTES, DEFAULT_STEP_CAPTURE_BYTES, CappedCapture, capture_share
+from skillctl.sandbox.programs import SH
 from skillctl.sandbox.settings import DEFAULT_ARCHIVE_BYTES, STANDARD_DIRS, extra_dir_problems
 
 REFUSAL = (
@@ -203,7 +205,7 @@ class LocalSandbox:
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
-                [*self._supervisor, "sh", "-c", command], cwd=workdir, env=environment, stdin=subprocess.DEVNULL,
+                [*self._supervisor, SH, "-c", command], cwd=workdir, env=environment, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
             )
         except OSError as exc:

@@ -33,6 +33,10 @@ from skillctl.sandbox.output import DEFAULT_CAPTURE_BYTES, DEFAULT_STEP_CAPTURE_
 DEFAULT_ARCHIVE_BYTES = 512 * 1024 * 1024  # the most an archive copied out of a sandbox may hold
 
 
+# Docker takes a CPU limit as an integer of nano-CPUs; past this the number means nothing (Docker
+# refuses more CPUs than the host has) and soon no longer fits.
+MAX_CPUS = 4096.0
+
 @dataclass(frozen=True)
 class SandboxSettings:
     image: str = "skillctl-agent:latest"
@@ -65,8 +69,8 @@ class SandboxSettings:
 
     def __post_init__(self) -> None:
         problems = []
-        if self.cpus <= 0:
-            problems.append(f"cpus must be > 0, got {self.cpus}")
+        if not 0 < self.cpus <= MAX_CPUS:  # also false for nan
+            problems.append(f"cpus must be > 0 and at most {MAX_CPUS:g}, got {self.cpus}")
         if self.pids_limit < 8:
             problems.append(f"pids_limit must be at least 8, got {self.pids_limit}")
         if self.ttl_s < 10:

@@ -13,10 +13,13 @@ Modules, from the registry outwards:
     service        the operations, shape-independent: list, read, publish, delete, yank, download
     site           the registry as a well-known site (``SiteBuilder``), cached
     keys           API keys: made once, shown once, stored as SHA-256 hashes
-    http           keys on requests, capped bodies, the access log, errors by shape
+    logsafe        log lines that request data cannot forge
+    http           keys on requests, capped and paced bodies, the access log, errors by shape
     openai_api     the OpenAI shape (routes, objects, error bodies)
     anthropic_api  the Anthropic shape
     app            the Starlette application over all of it
+    gate           connections before their request: head deadline, bounds, the connection limit
+    protocol       uvicorn's h11 protocol reporting to the gate; TLS started after accept
     server         uvicorn: socket, TLS, logs, graceful shutdown
 
 The web stack (Starlette, uvicorn, python-multipart) is the optional extra ``skillctl[serve]``;

@@ -15,7 +15,7 @@ from skillctl.errors import ConfigError
 from skillctl.protocols import Registry
 from skillctl.serve import anthropic_api, openai_api, site
 from skillctl.serve.context import ServeContext
-from skillctl.serve.http import AccessLog, Access
+from skillctl.serve.http import AccessLog, Access, BodyPace
 from skillctl.serve.keys import KeyRing
 from skillctl.serve.service import SkillService
 from skillctl.serve.workers import RegistryWorkers
@@ -33,6 +33,7 @@ class ServeSettings:
     keys file (None: no keys, so only ``public_read`` reads are possible). ``refresh_s``: how
     late changes other writers make to the registry may show. ``audit_gate``: refuse uploads
     with audit findings at or above this severity (None: no audit, as ``skillctl publish``).
+    ``body_pace``: how slowly request bodies may arrive before they are answered 408.
     """
 
     open_registry: Callable[[], Registry]
@@ -41,6 +42,7 @@ class ServeSettings:
     public_read: bool = False
     threads: int = 4
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    body_pace: BodyPace = BodyPace()
     refresh_s: float = 5.0
     audit_gate: str | None = None
     access_log: bool = True
@@ -69,6 +71,7 @@ def build(settings: ServeSettings) -> tuple[Starlette, RegistryWorkers]:
         site=site.SiteCache(lambda: service.generation, settings.refresh_s),
         limits=settings.limits,
         max_request_bytes=settings.max_request_bytes,
+        body_pace=settings.body_pace,
         # One upload per worker thread in memory at a time: each may hold the body, its files
         # and the packed bundle (about three times --max-request-bytes).
         upload_slots=asyncio.Semaphore(settings.threads),

@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass
 
 from skillctl.bundle import BundleLimits
-from skillctl.serve.http import Access
+from skillctl.serve.http import Access, BodyPace
 from skillctl.serve.service import SkillService
 from skillctl.serve.site import SiteCache
 from skillctl.serve.workers import RegistryWorkers
@@ -20,4 +20,5 @@ class ServeContext:
     site: SiteCache
     limits: BundleLimits
     max_request_bytes: int
+    body_pace: BodyPace
     upload_slots: asyncio.Semaphore  # uploads held in memory at once

@@ -3,12 +3,16 @@ log, and turning any failure into the shape's error body.
 
 Request bodies are capped while they are read, never after: a declared ``Content-Length`` over
 the cap is refused before a byte of the body is read, and a body without one (chunked) is
-counted as it arrives and refused the moment it passes the cap.
+counted as it arrives and refused the moment it passes the cap. They are paced too
+(``BodyPace``): a body that stalls, or trickles slower than the minimum rate, is answered 408
+and its connection closed, so it holds an upload slot for a bounded time only.
+
+Every field of every log line is escaped (``skillctl.serve.logsafe``).
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
 import secrets
 import time
@@ -22,12 +26,15 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillctl.errors import ConfigError, SkillctlError
+from skillctl.nesting import NestingError, loads_json
 from skillctl.serve.errors import ApiError, bad_request, from_library
 from skillctl.serve.keys import READ, KeyRing
+from skillctl.serve.logsafe import escape_logs
 from skillctl.serve.upload import Upload
 
 log = logging.getLogger("skillctl.serve")
 access_log = logging.getLogger("skillctl.serve.access")
+escape_logs(log.name, access_log.name)
 
 # The multipart field names the SDKs use for files: ``files[]`` for a list (directory upload),
 # ``files`` for one file (a zip); ``files[N]`` is the other array style their encoders know.
@@ -97,17 +104,43 @@ def presented_key(request: Request) -> str | None:
 # ---------------------------------------------------------------------------- bodies
 
 
+@dataclass(frozen=True)
+class BodyPace:
+    """How slowly a request body may arrive: it may stall for up to ``timeout_s`` seconds, and
+    each byte buys ``1 / min_rate`` s more, never more than ``timeout_s`` ahead (a leaky bucket:
+    a body sent at ``min_rate`` or faster, however long, is never cut; a stall is cut after
+    ``timeout_s``; a trickle below the rate a little later)."""
+
+    timeout_s: float = 30.0
+    min_rate: int = 8 * 1024  # bytes per second
+
+
 class BodyTooLarge(Exception):
     pass
+
+
+class BodyStalled(Exception):
+    def __init__(self, seen: int, elapsed_s: float) -> None:
+        super().__init__(seen, elapsed_s)
+        self.seen, self.elapsed_s = seen, elapsed_s
 
 
 def _too_large(limit: int) -> ApiError:
     return ApiError(413, f"request body over the server's limit of {limit} bytes; upload a smaller skill", code="request_too_large")
 
 
-def _capped(request: Request, limit: int) -> Request:
-    """``request`` whose body reading stops with BodyTooLarge past ``limit`` bytes; one with a
-    declared length over the limit is refused before anything is read."""
+def _stalled(request: Request, stall: BodyStalled, pace: BodyPace) -> ApiError:
+    log.warning("request body stalled: %s %s from key %s, %d bytes in %.1fs; answered 408 and closed", request.method,
+                request.url.path, getattr(request.state, "key", None) or "-", stall.seen, stall.elapsed_s)
+    return ApiError(408, f"the request body stalled ({stall.seen} bytes in {stall.elapsed_s:.1f}s): this server waits "
+                         f"{pace.timeout_s:g}s at most and takes bodies at {pace.min_rate} bytes/s or faster; send it again",
+                    code="request_timeout")
+
+
+def _capped(request: Request, limit: int, pace: BodyPace) -> Request:
+    """``request`` whose body reading stops with BodyTooLarge past ``limit`` bytes, and with
+    BodyStalled when it falls behind ``pace``; one with a declared length over the limit is
+    refused before anything is read."""
     declared = request.headers.get("content-length")
     if declared is not None:
         try:
@@ -116,30 +149,45 @@ def _capped(request: Request, limit: int) -> Request:
         except ValueError:
             raise bad_request("Content-Length is not a number") from None
     seen = 0
+    done = False
     receive = request.receive
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    deadline = started + pace.timeout_s
 
     async def counted() -> Message:
-        nonlocal seen
-        message = await receive()
+        nonlocal seen, done, deadline
+        if done:
+            return await receive()
+        try:
+            async with asyncio.timeout_at(deadline):
+                message = await receive()
+        except TimeoutError:
+            raise BodyStalled(seen, loop.time() - started) from None
         if message["type"] == "http.request":
-            seen += len(message.get("body", b""))
+            size = len(message.get("body", b""))
+            seen += size
             if seen > limit:
                 raise BodyTooLarge
+            deadline = min(deadline + size / pace.min_rate, loop.time() + pace.timeout_s)
+            done = not message.get("more_body", False)
         return message
 
     return Request(request.scope, counted)
 
 
-async def read_upload(request: Request, limit: int, max_files: int) -> tuple[Upload, dict[str, str]]:
-    """The files and the other fields of a multipart upload, within ``limit`` bytes."""
+async def read_upload(request: Request, limit: int, max_files: int, pace: BodyPace) -> tuple[Upload, dict[str, str]]:
+    """The files and the other fields of a multipart upload, within ``limit`` bytes, at ``pace``."""
     kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if kind != "multipart/form-data":
         raise bad_request(f"send the skill as multipart/form-data (got {kind or 'no content type'})")
-    capped = _capped(request, limit)
+    capped = _capped(request, limit, pace)
     try:
         form = await capped.form(max_files=max_files, max_fields=16, max_part_size=MAX_FIELD_BYTES)
     except BodyTooLarge:
         raise _too_large(limit) from None
+    except BodyStalled as stall:
+        raise _stalled(request, stall, pace) from None
     except HTTPException as exc:  # the multipart parser's own refusals (too many parts, bad framing)
         raise bad_request(f"malformed upload: {exc.detail}") from None
     files: list[tuple[str, bytes]] = []
@@ -159,14 +207,18 @@ async def read_upload(request: Request, limit: int, max_files: int) -> tuple[Upl
     return Upload(files), fields
 
 
-async def read_json(request: Request) -> dict[str, Any]:
-    capped = _capped(request, MAX_JSON_BYTES)
+async def read_json(request: Request, pace: BodyPace) -> dict[str, Any]:
+    capped = _capped(request, MAX_JSON_BYTES, pace)
     try:
         body = await capped.body()
     except BodyTooLarge:
         raise _too_large(MAX_JSON_BYTES) from None
+    except BodyStalled as stall:
+        raise _stalled(request, stall, pace) from None
     try:
-        doc = json.loads(body or b"{}")
+        doc = loads_json(body or b"{}")
+    except NestingError as exc:
+        raise bad_request(f"the request body is {exc.problem}") from None
     except ValueError:
         raise bad_request("the request body is not JSON") from None
     if not isinstance(doc, dict):
@@ -223,6 +275,8 @@ def endpoint(shape: Shape, access: Access, scope: str, handler: Handler) -> Hand
             response = await handler(request)
         except ApiError as err:
             response = shape.error(err, request_id)
+            if err.status == 408:  # the rest of the body will not be read: the connection can carry no other request
+                response.headers["connection"] = "close"
         except SkillctlError as exc:
             response = shape.error(from_library(exc), request_id)
         except Exception:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from skillctl.errors import ConfigError
+from skillctl.nesting import loads_json
 
 READ, PUBLISH, ADMIN = "read", "publish", "admin"
 SCOPES = (READ, PUBLISH, ADMIN)
@@ -132,7 +133,7 @@ def read_keys(path: Path) -> list[ApiKey]:
     if len(raw) > 4 * 1024 * 1024:
         raise ConfigError(f"keys file {path} is over 4 MiB; it cannot be a keys file")
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        doc = loads_json(raw)
     except (UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(f"keys file {path} is not valid JSON ({exc}); restore it or make a new one") from None
     return _parse(doc, path)

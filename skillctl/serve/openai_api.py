@@ -120,7 +120,7 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
         return JSONResponse(skill_object(await run(svc.skill, request.path_params["skill_id"])))
 
     async def update_skill(request: Request) -> Response:
-        doc = await read_json(request)
+        doc = await read_json(request, ctx.body_pace)
         default = doc.get("default_version")
         if not isinstance(default, str) or not default:
             raise bad_request("default_version is required: the version to make the default", param="default_version")

@@ -61,9 +61,9 @@ class ShapeRoutes:
         """Read an upload and publish it (as a new skill when ``into`` is None). ``options``
         checks the form's other fields and turns them into ``SkillService.publish`` options.
         At most ``upload_slots`` uploads are held in memory at once; the others wait, their
-        bodies unread."""
+        bodies unread. A body that stalls gives its slot up at ``body_pace``'s deadline (408)."""
         async with self.ctx.upload_slots:
-            upload, fields = await read_upload(request, self.ctx.max_request_bytes, self.ctx.limits.max_files)
+            upload, fields = await read_upload(request, self.ctx.max_request_bytes, self.ctx.limits.max_files, self.ctx.body_pace)
             return await self.ctx.workers.run(self.ctx.service.publish, upload, into=into, **options(fields))
 
     async def retrieve_version(self, request: Request) -> Response:
@@ -80,7 +80,7 @@ class ShapeRoutes:
         """``POST …/versions/{version}/yank`` (JSON ``{"reason": …}``) or ``…/unyank``."""
 
         async def handler(request: Request) -> Response:
-            reason = (await read_json(request)).get("reason", "") if yanked else ""
+            reason = (await read_json(request, self.ctx.body_pace)).get("reason", "") if yanked else ""
             if not isinstance(reason, str):
                 raise bad_request("reason must be a string", param="reason")
             svc = self.ctx.service

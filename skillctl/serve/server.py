@@ -2,6 +2,9 @@
 
 ``SkillServer(settings, listen)`` binds its socket at once (``port=0`` picks a free one, and
 ``url`` says which), so a port in use or unreadable TLS files fail before anything starts.
+Connections go through the gate (``skillctl.serve.gate``): a deadline for each request head,
+bounds on connections waiting for one, and a connection limit that counts only requests being
+served; TLS is started by the connection's protocol, so the handshake is inside all three.
 ``run()`` serves until SIGINT or SIGTERM, then stops accepting connections, lets requests in
 flight finish (up to ``shutdown_timeout_s``), closes the registry clients and returns. ``start()``
 and ``stop()`` do the same in a background thread (tests, benchmarks).
@@ -10,6 +13,7 @@ and ``stop()`` do the same in a background thread (tests, benchmarks).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import signal
 import socket
@@ -22,16 +26,26 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import uvicorn
+from uvicorn.config import SSL_PROTOCOL_VERSION, create_ssl_context
 
 from skillctl.errors import ConfigError
 from skillctl.serve.app import ServeSettings, build
+from skillctl.serve.gate import Gate, GateLimits, within_open_files
+from skillctl.serve.logsafe import escape_logs, escaping
+from skillctl.serve.protocol import GuardedH11Protocol
 
 
 @dataclass(frozen=True)
 class Listen:
-    """Where and how to listen. The ``ssl_*`` options are uvicorn's, passed through as they
-    are: a certificate chain and its key make the server HTTPS; ``ssl_ca_certs`` with
-    ``ssl_cert_reqs=2`` (``ssl.CERT_REQUIRED``) also asks clients for certificates."""
+    """Where and how to listen. The ``ssl_*`` options are uvicorn's, with its meaning: a
+    certificate chain and its key make the server HTTPS; ``ssl_ca_certs`` with
+    ``ssl_cert_reqs=2`` (``ssl.CERT_REQUIRED``) also asks clients for certificates.
+
+    ``max_connections``: requests served at once (beyond: 503); connections still sending a
+    request head do not count. ``header_timeout_s``: from accepting a connection (or from the end
+    of its last response) to the complete head of its next request, TLS handshake included.
+    ``max_waiting`` / ``max_waiting_per_client``: connections waiting for a request head, in
+    all and from one client; one more closes the oldest (see ``skillctl.serve.gate``)."""
 
     host: str = "127.0.0.1"
     port: int = 8765
@@ -44,6 +58,9 @@ class Listen:
     shutdown_timeout_s: float = 30.0
     max_connections: int | None = 512
     keep_alive_s: int = 5
+    header_timeout_s: float = 10.0
+    max_waiting: int = 1024
+    max_waiting_per_client: int = 128
 
     @property
     def tls(self) -> bool:
@@ -85,11 +102,22 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _tls_context(listen: Listen) -> ssl.SSLContext | None:
+    if listen.ssl_certfile is None:
+        return None
+    try:
+        return create_ssl_context(listen.ssl_certfile, listen.ssl_keyfile, listen.ssl_keyfile_password, SSL_PROTOCOL_VERSION,
+                                  listen.ssl_cert_reqs, listen.ssl_ca_certs, listen.ssl_ciphers)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"cannot use the TLS certificate or key: {getattr(exc, 'strerror', None) or exc}") from None
+
+
 def configure_logging(access_log: bool) -> None:
     """Server and access lines on stderr, one per event (stdout stays free)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%dT%H:%M:%S"))
-    for name in ("skillctl.serve", "uvicorn.error"):
+    escaping(handler)  # records of every logger it writes, also those no logger filter saw
+    for name in ("skillctl.serve", "uvicorn.error"):  # the access logger propagates to the first
         logger = logging.getLogger(name)
         if handler.__class__ not in {type(h) for h in logger.handlers}:
             logger.addHandler(handler)
@@ -103,28 +131,25 @@ class SkillServer:
         self.settings = settings
         self.listen = listen
         self.app, self.workers = build(settings)
+        escape_logs("uvicorn.error")  # its lines can carry exception texts made of request data
+        tls = _tls_context(listen)  # reads the TLS files now: a bad one is a one-line error, not a traceback later
+        self.gate = Gate(within_open_files(GateLimits(header_timeout_s=listen.header_timeout_s, max_served=listen.max_connections,
+                                                      max_waiting=listen.max_waiting,
+                                                      max_waiting_per_client=listen.max_waiting_per_client)))
         self.sock = _bind(listen.host, listen.port)
         config = uvicorn.Config(
-            self.app,
+            self.gate.limited(self.app),
+            http=functools.partial(GuardedH11Protocol, gate=self.gate, tls=tls),  # type: ignore[arg-type]
+            ws="none",  # no WebSocket routes; an upgraded connection would leave the gate's books
             log_config=None,
             access_log=False,  # our own access log names the key; uvicorn's cannot
             lifespan="off",
             server_header=False,
             timeout_graceful_shutdown=listen.shutdown_timeout_s,
             timeout_keep_alive=listen.keep_alive_s,
-            limit_concurrency=listen.max_connections,
-            ssl_certfile=str(listen.ssl_certfile) if listen.ssl_certfile else None,
-            ssl_keyfile=str(listen.ssl_keyfile) if listen.ssl_keyfile else None,
-            ssl_keyfile_password=listen.ssl_keyfile_password,
-            ssl_ca_certs=str(listen.ssl_ca_certs) if listen.ssl_ca_certs else None,
-            ssl_cert_reqs=listen.ssl_cert_reqs,
-            ssl_ciphers=listen.ssl_ciphers,
+            limit_concurrency=None,  # the gate's: uvicorn's would count connections still sending their head
         )
-        try:
-            config.load()  # reads the TLS files now: a bad one is a one-line error, not a traceback later
-        except (OSError, ssl.SSLError) as exc:
-            self.sock.close()
-            raise ConfigError(f"cannot use the TLS certificate or key: {getattr(exc, 'strerror', None) or exc}") from None
+        config.load()
         self.server = _Server(config)
         self._thread: threading.Thread | None = None
 

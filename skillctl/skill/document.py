@@ -23,6 +23,7 @@ import yaml
 # TOML handlers; tests/skill/test_document.py checks that the two are the same class.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+from skillctl.nesting import NestingError, check_yaml
 from skillctl.skill.diagnostics import Diagnostic
 
 # SKILL.md is instructions for a model: past 1 MiB (~250k tokens) it cannot be one. We stop
@@ -218,6 +219,13 @@ def parse_skill_md(raw: bytes, shown: str) -> tuple[SkillDocument | None, list[D
         diags.append(Diagnostic("SK005", "front matter is larger than 64 KiB; keep metadata short and move text to the body", shown, 2, 1))
         return None, diags
     offset = 1  # YAML line 0 is SKILL.md line 2
+    try:
+        check_yaml(fm_text, loader=_Loader)  # composing recurses once per level
+    except NestingError as exc:
+        diags.append(Diagnostic("SK005", f"front matter is {exc.problem}", shown, exc.line + offset, exc.column))
+        return None, diags
+    except yaml.YAMLError:
+        pass  # located below, by the load itself
     loader = _Loader(fm_text)
     try:
         node = loader.get_single_node()
@@ -228,10 +236,6 @@ def parse_skill_md(raw: bytes, shown: str) -> tuple[SkillDocument | None, list[D
         col = mark.column + 1 if mark else 1
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         diags.append(Diagnostic("SK005", f"front matter is not valid YAML: {problem}", shown, line, col))
-        return None, diags
-    except RecursionError:
-        loader.dispose()
-        diags.append(Diagnostic("SK005", "front matter is nested too deeply to be YAML metadata", shown, 2, 1))
         return None, diags
     if node is None:
         loader.dispose()

@@ -33,8 +33,9 @@ from skillctl.skill.profiles import PROFILES, STRING, Profile, kind_matches
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
-# MAJOR.MINOR.PATCH(+build): valid SemVer, nothing more to check (most skills).
-_PLAIN_RELEASE_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$")
+# MAJOR.MINOR.PATCH(+build) with numbers of at most 15 digits: valid SemVer within the bound of
+# skillctl.versioning (2^53-1), nothing more to check (most skills). Longer numbers go to its parser.
+_PLAIN_RELEASE_RE = re.compile(r"^(0|[1-9]\d{0,14})\.(0|[1-9]\d{0,14})\.(0|[1-9]\d{0,14})(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$")
 # Fields people put at the top level that belong under metadata.
 _METADATA_FIELDS = ("version", "author", "tags")
 
@@ -219,8 +220,9 @@ def _metadata_checks(doc: SkillDocument, md: Any, shown: str, profile: Profile) 
 
 def _version_checks(doc: SkillDocument, version: str, shown: str) -> list[Diagnostic]:
     loc = doc.where("metadata.version")
+    diags = []
     if as_semver(version) != version:  # "1.0", the spec's own example, reads as 1.0.0
-        return [
+        diags.append(
             Diagnostic(
                 "SK301",
                 f"metadata.version '{version}' is read as {version}.0 where a SemVer is needed (pack, publish); "
@@ -229,9 +231,10 @@ def _version_checks(doc: SkillDocument, version: str, shown: str) -> list[Diagno
                 loc.line,
                 loc.column,
             )
-        ]
+        )
+        version = as_semver(version)  # still checked: its numbers may be over the bound
     if _PLAIN_RELEASE_RE.match(version):
-        return []
+        return diags
     # versioning imports packaging; only a version that needs a closer look pays for it
     from skillctl.errors import VersionError
     from skillctl.versioning import SEMVER_RE, SemVer
@@ -242,7 +245,7 @@ def _version_checks(doc: SkillDocument, version: str, shown: str) -> list[Diagno
     else:
         try:
             SemVer.parse(version)
-            return []
+            return diags
         except VersionError as exc:
             message = str(exc)
-    return [Diagnostic("SK241", message, shown, loc.line, loc.column)]
+    return [*diags, Diagnostic("SK241", message, shown, loc.line, loc.column)]

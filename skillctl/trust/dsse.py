@@ -27,6 +27,7 @@ from typing import Any, Sequence
 from cryptography.exceptions import InvalidSignature
 
 from skillctl.errors import TrustError
+from skillctl.nesting import loads_json
 from skillctl.registry.signatures import MAX_ENVELOPE_BYTES
 from skillctl.trust.keys import PublicKey, SigningKey
 
@@ -94,7 +95,7 @@ def parse_envelope(data: bytes) -> Envelope:
     if len(data) > MAX_ENVELOPE_BYTES:
         raise TrustError(f"envelope is {len(data)} bytes, over the {MAX_ENVELOPE_BYTES // 1024} KiB cap")
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = loads_json(data)
     except (UnicodeDecodeError, ValueError):
         raise TrustError("envelope is not JSON (damaged or truncated)") from None
     if not isinstance(doc, dict):

@@ -76,6 +76,8 @@ def key_paths(name: str | Path) -> tuple[Path, Path]:
     base = Path(name)
     if base.suffix in (PRIVATE_SUFFIX, PUBLIC_SUFFIX):
         base = base.with_suffix("")
+    if not base.name:
+        raise TrustError(f"'{name}' names no key; write a name such as keys/team")
     return base.with_name(base.name + PRIVATE_SUFFIX), base.with_name(base.name + PUBLIC_SUFFIX)
 
 

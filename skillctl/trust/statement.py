@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillctl.errors import TrustError, VersionError
+from skillctl.nesting import loads_json
 from skillctl.registry.refs import NAME_RE
 from skillctl.versioning import SemVer
 
@@ -69,7 +70,7 @@ def build_statement(subject: Subject, predicate: dict[str, Any]) -> bytes:
 def parse_statement(payload: bytes) -> Statement:
     """The statement in a verified payload; TrustError when it is not one of ours."""
     try:
-        doc = json.loads(payload.decode("utf-8"))
+        doc = loads_json(payload)
     except (UnicodeDecodeError, ValueError):
         raise TrustError("signed payload is not JSON") from None
     if not isinstance(doc, dict) or doc.get("_type") != STATEMENT_TYPE:

@@ -82,9 +82,9 @@ def project(tmp_path, index, shared_cache, agent_image):
     return env
 
 
-# Packages only these tests make (Debian packages skl-*, sdists marker*): an environment image
-# holding one was built from this session's one-off files and can never be reused.
-OWN_PACKAGES = ("skl-", "markerpkg==", "markerdep==")
+# Packages only these tests make (Debian packages skl-*, sdists marker*, the wheels of
+# test_env_hostile_wheels): an environment image holding one is of no use outside its test.
+OWN_PACKAGES = ("skl-", "markerpkg==", "markerdep==", "pthmarker==", "shadowpkg==")
 
 
 def remove_images(ids) -> None:
@@ -107,11 +107,16 @@ def remove_images(ids) -> None:
 @pytest.fixture
 def own_env_images(docker_client):
     """Remove, after the test, the environment images it built from one-off packages (and only
-    those: other images on the shared engine are left alone)."""
-    before = {i.id for i in docker_client.images.list(filters={"label": "org.skillctl.env"})}
+    those: other images on the shared engine are left alone). Listed in one call, labels
+    included: inspecting each image in turn fails when another session removes one meanwhile."""
+    def env_images():
+        return docker_client.api.images(filters={"label": "org.skillctl.env"})
+
+    before = {i["Id"] for i in env_images()}
     yield
     remove_images([
-        image.id for image in docker_client.images.list(filters={"label": "org.skillctl.env"})
-        if image.id not in before
-        and any(p.startswith(OWN_PACKAGES) for p in (image.labels or {}).get("org.skillctl.env.packages", "").split())
+        image["Id"] for image in env_images()
+        if image["Id"] not in before
+        and any(p.startswith(OWN_PACKAGES)
+                for p in (image.get("Labels") or {}).get("org.skillctl.env.packages", "").split())
     ])

@@ -22,6 +22,7 @@ from skillctl.env.target import probe_image
 from skillctl.errors import EnvError
 
 from .runs import invoke, make_skill, publish, run_outputs
+from .wheels import make_wheel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -158,3 +159,22 @@ def test_an_environment_layer_keeps_no_setuid_or_setgid_file_or_folder(repo, tmp
         network_disabled=True, remove=True,
     ).decode()
     assert listing == "755 /usr/bin/skl-setid\n775 /var/skl-spool\n"
+
+
+@pytest.mark.slow
+def test_a_wheel_script_named_like_a_command_of_the_environments_debian_package_is_refused(repo, tmp_path, docker_client,
+                                                                                          agent_image, own_env_images):
+    # The check runs in the image being built, after dpkg: it sees the Debian packages' commands
+    # too, which no listing of the agent image could.
+    served, _ = repo
+    deb = served.add(DebPackage("skl-tool", "1.0", files={"/usr/bin/skl-tool": ("#!/bin/sh\necho deb\n", 0o755)}), tmp_path)
+    whl = make_wheel(tmp_path, "skltoolwheel", entry_points={"console_scripts": {"skl-tool": "skltoolwheel:main"}})
+    deb_sha, whl_sha = (hashlib.sha256(p.read_bytes()).hexdigest() for p in (deb, whl))
+    base, digest, _ = existing_env_image(docker_client, agent_image, lambda base_id: env_hash(
+        base_id, [(whl.name, whl_sha)], [(deb.name, deb_sha)], f"test {tmp_path}"), True)
+    with pytest.raises(EnvError) as refused:
+        build_env_image(docker_client, base, digest, [EnvFile(whl, whl_sha, "skltoolwheel==1.0")],
+                        [EnvFile(deb, deb_sha, "skl-tool=1.0")], uv_bin=uv_binary())
+    assert str(refused.value).startswith("refusing the environment: skltoolwheel-1.0-py3-none-any.whl installs "
+                                         "'skl-tool' (would shadow /usr/bin/skl-tool). ")
+    assert not docker_client.images.list(filters={"label": f"org.skillctl.env={digest}"})

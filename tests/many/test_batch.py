@@ -75,6 +75,64 @@ def test_every_bad_line_is_reported_with_its_number_and_nothing_runs(tmp_path):
         assert part in text, part
 
 
+SECRET = "the-secret-outside-the-tasks-folder"
+
+
+def _escaping_tasks(tmp_path: Path) -> tuple[Path, Path]:
+    """A tasks folder whose lines name a file outside it in every spelling; (tasks file, outside file)."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text(SECRET + "\n")
+    (tmp_path / "private").mkdir()
+    (tmp_path / "private" / "key").write_text(SECRET)
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    (folder / "in.txt").write_text("fine\n")
+    (folder / "link.txt").symlink_to(outside)
+    (folder / "linked-folder").symlink_to(tmp_path / "private")
+    (folder / "sub").mkdir()
+    (folder / "sub" / "up").symlink_to("..")
+    path = tasks_file(folder, [{"task": "fine", "files": ["in.txt"]},
+                               {"task": "t", "files": ["../outside.txt"]},
+                               {"task": "t", "files": [str(outside)]},
+                               {"task": "t", "files": ["in.txt", "link.txt"]},
+                               {"task": "t", "files": ["linked-folder"]},
+                               {"task": "t", "files": ["sub/up/../outside.txt"]},
+                               {"task": "t", "files": ["."]}])
+    return path, outside
+
+
+def test_a_file_outside_the_tasks_folder_is_refused_naming_the_line_and_the_path(tmp_path):
+    path, outside = _escaping_tasks(tmp_path)
+    with pytest.raises(ConfigError) as exc:
+        read_tasks(path, default_model="script:m.yaml")
+    text = str(exc.value)
+    assert "\n" not in text and text.startswith(f"{path}: 6 bad line(s): ")
+    for line, where, name in ((2, 0, "../outside.txt"), (3, 0, str(outside)), (4, 1, "link.txt"), (5, 0, "linked-folder"),
+                              (6, 0, "sub/up/../outside.txt"), (7, 0, ".")):
+        assert f"line {line}: files[{where}]: {name} is outside the tasks file's folder {path.parent} " in text, line
+    assert "pass --allow-outside-files" in text
+    # asked for explicitly, they are read as before
+    tasks = read_tasks(path, default_model="script:m.yaml", allow_outside_files=True)
+    assert [t.files for t in tasks[1:3]] == [(path.parent / "../outside.txt",), (outside,)]
+
+
+def test_the_batch_command_stages_nothing_from_outside_unless_asked(tmp_path):
+    path, _ = _escaping_tasks(tmp_path)
+    path.write_text(json.dumps({"id": "leak", "task": "show it", "files": ["../outside.txt"]}) + "\n")
+    model = write_yaml(tmp_path / "m.yaml", [{"shell": ["cat outside.txt"]}, {"answer": "shown"}])
+    args = ["batch", str(path), "--model", f"script:{model}", *LOCAL_ARGS, "--registry", str(tmp_path / "reg")]
+    refused = CliRunner().invoke(cli, args)
+    assert refused.exit_code == 1 and "Traceback" not in refused.output, refused.output
+    [line] = [l for l in refused.stderr.splitlines() if l.strip()]
+    assert "line 1: files[0]: ../outside.txt is outside the tasks file's folder" in line
+    results = default_results_path(path)
+    assert not results.exists() and not results.with_name("tasks.results.transcripts").exists()
+    allowed = CliRunner().invoke(cli, [*args, "--allow-outside-files"])
+    assert allowed.exit_code == 0, allowed.output
+    [record] = map(json.loads, results.read_text().splitlines())
+    assert SECRET in Path(record["transcript"]).read_text()  # what the flag is for: staging it anyway
+
+
 def test_a_line_without_a_model_and_no_default_is_an_error(tmp_path):
     with pytest.raises(ConfigError, match=r"line 1: no model: add \"model\" to the line or pass --model"):
         read_tasks(tasks_file(tmp_path, [{"task": "t"}]))

@@ -85,6 +85,15 @@ def test_a_bad_evals_file_is_one_line_naming_the_place(tmp_path, data, message):
     assert "\n" not in str(exc.value) and str(skill / "evals" / "evals.json") in str(exc.value)
 
 
+def test_a_link_out_of_the_skill_folder_is_outside_it(tmp_path):
+    skill = tally_with_evals(tmp_path)
+    (tmp_path / "secret.txt").write_text("s")
+    (skill / "evals" / "files" / "link.txt").symlink_to(tmp_path / "secret.txt")
+    write(skill, {"skill_name": "tally", "evals": [{**CASE, "files": ["evals/files/link.txt"]}]})
+    with pytest.raises(ConfigError, match=r"files\[0\]: evals/files/link.txt must be a path inside the skill folder"):
+        load_evals(skill, "tally")
+
+
 def test_every_problem_is_reported_at_once(tmp_path):
     skill = tally_with_evals(tmp_path)
     write(skill, {"skill_name": "x", "evals": [{"id": 1, "prompt": "p"}, {"id": 1, "prompt": "q", "expected_output": "e"}]})

@@ -237,6 +237,23 @@ def test_an_extra_folder_is_the_agents_and_moves_as_tar(sandbox: Sandbox) -> Non
     assert got[f"{top}/MEMORY.md"] == b"# Memory\nfact\n" and got[f"{top}/topics/a.md"] == b"t\n"
 
 
+def test_a_timeout_or_sh_first_on_path_is_not_what_runs_the_command(sandbox: Sandbox) -> None:
+    """A skill environment puts its dependencies' scripts first on PATH: the harness's own
+    programs must not be found there. These stand-ins say so when they run, and the `timeout`
+    one drops the deadline, as a package's script could."""
+    fakebin = sandbox.agent_path("/tmp") + "/fakebin"
+    sandbox.put_archive(fakebin, files_tar({
+        "timeout": b'#!/bin/sh\necho "stand-in timeout ran" >&2\nshift 3\nexec "$@"\n',
+        "sh": b'#!/bin/sh\necho "stand-in sh ran" >&2\nexec /bin/sh "$@"\n',
+    }, 0o755))
+    path = f"{fakebin}:/usr/local/bin:/usr/bin:/bin"
+    result = sandbox.exec("sleep 8; echo finished", timeout_s=1, env={"PATH": path})
+    assert (result.outcome_type, result.stdout) == ("timeout", ""), result
+    assert "stand-in" not in result.stderr, result
+    ran = sandbox.exec("command -v timeout; echo $0", env={"PATH": path})
+    assert ran.stdout == f"{fakebin}/timeout\n/bin/sh\n" and ran.stderr == "", ran  # the command itself sees PATH
+
+
 def test_invalid_calls_are_sandbox_errors(sandbox: Sandbox) -> None:
     with pytest.raises(SandboxError, match="positive"):
         sandbox.exec("true", timeout_s=0)

@@ -210,6 +210,26 @@ def test_put_archive_as_the_agent_and_into_a_new_folder(sandbox):
     assert [line.split()[0] for line in result.stdout.splitlines()] == ["agent"] * 3
 
 
+def test_with_no_path_at_all_the_sandbox_still_starts_runs_and_stages_files(agent_image, docker_client):
+    """Nothing the harness runs in the container is looked up on PATH: the keep-alive, the
+    supervisor, `timeout`, `sh`, and the `id` and `mkdir` it runs as root to stage files for a
+    named user. With a PATH where nothing is found, all of it still works."""
+    with DockerSandbox(image=agent_image, client=docker_client, env={"PATH": "/nowhere"}) as sb:
+        result = sb.exec('echo "$PATH"; exit 3')
+        assert (result.exit_code, result.stdout, result.stderr) == (3, "/nowhere\n", ""), result
+        sb.put_archive("/workspace/made/here", files_tar({"in.txt": b"x\n"}), user="agent")
+        listed = sb.exec("/usr/bin/stat -c '%U %n' made made/here/in.txt")
+        assert listed.stdout == "agent made\nagent made/here/in.txt\n", listed
+        assert sb.exec("/bin/sleep 30", timeout_s=1).outcome_type == "timeout"
+
+
+def test_every_program_skillctl_runs_by_path_is_in_the_agent_image(sandbox):
+    from skillctl.sandbox import programs
+
+    missing = sandbox.exec(" ; ".join(f"[ -x {p} ] || echo {p}" for p in programs.ALL))
+    assert (missing.exit_code, missing.stdout) == (0, ""), missing
+
+
 def test_put_archive_outside_writable_mounts_is_refused(sandbox):
     with pytest.raises(SandboxError, match="read-only; put files under /skills, /workspace or /tmp"):
         sandbox.put_archive("/etc", files_tar({"evil": b"x"}))

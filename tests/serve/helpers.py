@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import socket
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,3 +67,24 @@ def files_of_zip(data: bytes) -> dict[str, tuple[bytes, bool]]:
             if not info.is_dir():
                 out[info.filename] = (zf.read(info), bool((info.external_attr >> 16) & 0o100))
     return out
+
+
+def multipart(files: list[tuple[str, bytes]]) -> tuple[bytes, bytes]:
+    """(body, boundary) of a directory upload of ``files``, as the SDKs encode it."""
+    boundary = b"skillctl-test-boundary"
+    out = b""
+    for name, data in files:
+        out += (b"--" + boundary + b'\r\nContent-Disposition: form-data; name="files[]"; filename="' + name.encode()
+                + b'"\r\nContent-Type: application/octet-stream\r\n\r\n' + data + b"\r\n")
+    return out + b"--" + boundary + b"--\r\n", boundary
+
+
+def read_until(sock: socket.socket, marker: bytes) -> bytes:
+    """What the socket sends until ``marker`` has come (or the connection ends)."""
+    data = b""
+    while marker not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data

@@ -15,6 +15,7 @@ import sys
 import threading
 from pathlib import Path
 from typing import Iterator
+from urllib.parse import quote
 
 import openai
 import pytest
@@ -23,7 +24,7 @@ from skillctl.registry.local import LocalRegistry
 from tools import require_tool
 from wellknown.server import make_test_ca
 
-from .helpers import Keys, openai_client, skill_dir, skill_files
+from .helpers import Keys, multipart, openai_client, read_until, skill_dir, skill_files
 
 _OWN = Path(sys.executable).parent / "skillctl"  # this interpreter's (the venv's), else the one on PATH
 SKILLCTL = str(_OWN) if _OWN.exists() else shutil.which("skillctl") or "skillctl"
@@ -103,7 +104,7 @@ def test_serves_on_a_free_port_logs_each_request_and_stops_on_sigterm(serve, key
 
 def test_sigterm_lets_a_request_in_flight_finish(serve, keys: Keys, tmp_path: Path) -> None:
     served = serve("--keys", str(keys.path))
-    body, boundary = _multipart(skill_files(skill_dir(tmp_path / "src")))
+    body, boundary = multipart(skill_files(skill_dir(tmp_path / "src")))
     with socket.create_connection(("127.0.0.1", served.port), timeout=DEADLINE_S) as sock:
         sock.sendall(
             b"POST /openai/v1/skills HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + keys.writer.encode()
@@ -112,11 +113,11 @@ def test_sigterm_lets_a_request_in_flight_finish(serve, keys: Keys, tmp_path: Pa
         )
         # "100 Continue" is sent when the application starts reading the body: the request is in
         # flight in the server when the signal arrives.
-        assert _read_until(sock, b"\r\n\r\n").startswith(b"HTTP/1.1 100 Continue")
+        assert read_until(sock, b"\r\n\r\n").startswith(b"HTTP/1.1 100 Continue")
         served.proc.send_signal(signal.SIGTERM)
         served.wait_for("Shutting down")
         sock.sendall(body)
-        answer = _read_until(sock, b"}")
+        answer = read_until(sock, b"}")
     assert answer.startswith(b"HTTP/1.1 200 ") and b'"object":"skill"' in answer
     assert served.proc.wait(timeout=DEADLINE_S) == 0
     with LocalRegistry(tmp_path / "registry", create=False) as reg:
@@ -170,20 +171,16 @@ def test_key_add_output_feeds_a_server(serve, env: dict[str, str], tmp_path: Pat
     assert served.stop() == 0
 
 
-def _multipart(files: list[tuple[str, bytes]]) -> tuple[bytes, bytes]:
-    boundary = b"skillctl-test-boundary"
-    out = b""
-    for name, data in files:
-        out += (b"--" + boundary + b'\r\nContent-Disposition: form-data; name="files[]"; filename="' + name.encode()
-                + b'"\r\nContent-Type: application/octet-stream\r\n\r\n' + data + b"\r\n")
-    return out + b"--" + boundary + b"--\r\n", boundary
-
-
-def _read_until(sock: socket.socket, marker: bytes) -> bytes:
-    data = b""
-    while marker not in data:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    return data
+def test_a_request_path_cannot_forge_a_log_line(serve, keys: Keys) -> None:
+    forged = '2026-01-01T00:00:00 INFO 127.0.0.1:1 key=admin "DELETE /openai/v1/skills/demo HTTP/1.1" 200 0 1.0ms'
+    served = serve("--keys", str(keys.path))
+    target = "/openai/v1/x%0A" + quote(forged) + "%0D%1B%7F%C2%85%E2%80%A8%E2%80%AE%5C"
+    with socket.create_connection(("127.0.0.1", served.port), timeout=DEADLINE_S) as sock:
+        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        assert read_until(sock, b"\r\n").startswith(b"HTTP/1.1 404 ")
+    line = served.wait_for('key=- "GET /openai/v1/x')
+    assert '\\x0d\\x1b\\x7f\\x85\\u2028\\u202e\\x5c HTTP/1.1" 404 ' in line
+    assert "/openai/v1/x\\x0a2026-01-01T00:00:00 INFO 127.0.0.1:1 key=admin \\x22DELETE" in line
+    assert served.stop() == 0
+    served.wait_for("skillctl serve: stopped")  # every line the server wrote has been seen
+    assert not [seen for seen in served.seen if seen.startswith("2026-01-01T00:00:00")]

@@ -121,19 +121,26 @@ def test_self_referencing_alias(in_tmp: Path) -> None:
     assert codes(only(check("demo"))) == ["SK005"]
 
 
-@pytest.mark.parametrize("depth", [100, 800, 1100, 30000])  # libyaml refuses nesting past 1000
+# The front matter's mapping is one level, so a description nested 63 deep is 64 levels: the
+# most skillctl.nesting lets through (libyaml alone would refuse past 1000).
+@pytest.mark.parametrize("depth", [63, 64, 100, 800, 1100, 30000])
 def test_deeply_nested_yaml(in_tmp: Path, depth: int) -> None:
     make_skill(in_tmp, front_matter_text="name: demo\ndescription: " + "[" * depth + "]" * depth + "\n")
-    found = codes(only(check("demo")))
-    # shallow enough for the YAML parser: a list is not a description; deeper: refused as YAML
-    assert found == (["SK112"] if depth <= 800 else ["SK005"])
+    found = only(check("demo")).diagnostics
+    # within the bound: a list is not a description; deeper: refused as YAML, located
+    assert [d.code for d in found] == (["SK112"] if depth <= 63 else ["SK005"])
+    if depth > 63:
+        assert "nested too deeply: over 64 levels" in found[0].message and (found[0].line, found[0].column) == (3, 77)
 
 
-@pytest.mark.parametrize("depth", [900, 30000])
+@pytest.mark.parametrize("depth", [63, 64, 900, 30000])
 def test_deeply_nested_block_yaml(in_tmp: Path, depth: int) -> None:
-    # block nesting on one line ("- - - … x"): a list, or refused by the parser past its limit
+    # block nesting on one line ("- - - … x"): a list, or refused past the bound
     make_skill(in_tmp, front_matter_text="name: demo\ndescription:\n  " + "- " * depth + "x\n")
-    assert codes(only(check("demo"))) == (["SK112"] if depth == 900 else ["SK005"])
+    found = only(check("demo")).diagnostics
+    assert [d.code for d in found] == (["SK112"] if depth <= 63 else ["SK005"])
+    if depth > 63:
+        assert "nested too deeply: over 64 levels" in found[0].message and found[0].line == 4
 
 
 def test_duplicate_keys_at_top_level_and_in_metadata(in_tmp: Path) -> None:

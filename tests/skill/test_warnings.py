@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from skillctl.errors import SkillctlError
 from skillctl.registry.prepare import prepare_folder
 from skillctl.skill.refcheck import SPEC_CHAIN_ADVICE
 
@@ -259,6 +260,28 @@ def test_major_minor_is_a_note_and_packs_as_major_minor_zero(in_tmp: Path) -> No
     assert "write \"1.0.0\"" in d.message
     assert prepare_folder(folder).version == "1.0.0"
     assert report.skill is not None and report.skill.front_matter()["metadata"] == {"version": "1.0"}  # as written
+
+
+@pytest.mark.parametrize("version, codes_found", [
+    ("99999999999999999999.0.0", ["SK241"]),
+    ("9007199254740992.0.0", ["SK241"]),
+    ("1.0.0-rc.99999999999999999999", ["SK241"]),
+    ("99999999999999999999.0", ["SK241", "SK301"]),  # read as …0.0.0: still over the bound
+])
+def test_a_version_number_over_the_bound_is_a_located_warning_and_is_not_packed(in_tmp: Path, version: str,
+                                                                                codes_found: list[str]) -> None:
+    folder = make_skill(in_tmp, front_matter_text=f'name: demo\ndescription: d\nmetadata:\n  version: "{version}"\n')
+    report = only(check("demo"))
+    assert sorted(codes(report)) == codes_found
+    [d] = with_code(report, "SK241")
+    assert (d.line, d.column) == (5, 12) and "is over 9007199254740991 (2^53-1)" in d.message
+    with pytest.raises(SkillctlError, match="is over 9007199254740991"):
+        prepare_folder(folder)
+
+
+def test_the_largest_version_number_passes(in_tmp: Path) -> None:
+    make_skill(in_tmp, front_matter_text='name: demo\ndescription: d\nmetadata:\n  version: "9007199254740991.0.0"\n')
+    assert codes(only(check("demo"))) == []
 
 
 def test_run_bits_come_from_the_file_system(in_tmp: Path) -> None:

@@ -145,6 +145,21 @@ def test_unknown_types_warn_on_stderr_and_json_stays_clean(site: SiteServer, exa
     assert "warning:" in result.stderr and "unknown type 'mcp-resource'" in result.stderr
 
 
+DEEP = b"[" * 200_000 + b"]" * 200_000  # 400 KB: under the size caps, far past the parser's recursion limit
+
+
+def test_documents_nested_too_deeply_are_one_line(site: SiteServer, tmp_path: Path):
+    deep = lambda h: reply(h, 200, b'{"skills": ' + DEEP + b"}", {"Content-Type": "application/json"})  # noqa: E731
+    site.routes[f"/{WK}/tally/versions.json"] = deep
+    assert "nested too deeply: over 64 levels" in error_line(run("versions", "tally", "--registry", site.url, "--insecure",
+                                                                  ok=False))
+    site.routes[f"/{WK}/index.json"] = deep
+    for command in (["list"], ["show", "tally"], ["pull", "tally", "-o", tmp_path / "out"]):
+        result = run(*command, "--registry", site.url, "--insecure", ok=False)
+        assert "index.json is not valid JSON (nested too deeply: over 64 levels, at line 1, column 75)" in error_line(result)
+    assert not (tmp_path / "out").exists()
+
+
 def test_failures_are_one_line(site: SiteServer, examples_site: Path):
     result = run("list", "--registry", site.url, ok=False)
     assert "plain http" in error_line(result) and "--insecure" in error_line(result)

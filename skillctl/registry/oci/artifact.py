@@ -39,6 +39,7 @@ from typing import Any
 
 from skillctl.bundle import sha256_digest
 from skillctl.errors import IntegrityError, RegistryError
+from skillctl.nesting import loads_json
 from skillctl.registry.records import MirroredFrom, VersionRecord
 from skillctl.versioning import SemVer
 
@@ -69,15 +70,6 @@ CONFIG_SCHEMA = 1
 # is ~1 KiB, so anything near the cap is hostile and is refused before it is parsed.
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 MAX_CONFIG_BYTES = 1024 * 1024
-
-
-def parse_json(data: bytes) -> Any:
-    """JSON read back from a registry; ValueError for anything else, including bad UTF-8 and
-    nesting too deep for the parser (which would otherwise escape as a RecursionError)."""
-    try:
-        return json.loads(data.decode("utf-8"))
-    except RecursionError:
-        raise ValueError("nested too deeply to parse") from None
 
 
 def canonical_json(doc: Any) -> bytes:
@@ -215,7 +207,7 @@ def parse_manifest(data: bytes, where: str) -> SkillManifest:
     if len(data) > MAX_MANIFEST_BYTES:
         raise RegistryError(f"{where}: manifest is {len(data)} bytes, over the {MAX_MANIFEST_BYTES // 1048576} MiB cap; refusing it")
     try:
-        doc = parse_json(data)
+        doc = loads_json(data)
     except ValueError as exc:
         raise RegistryError(f"{where}: manifest is not valid JSON ({exc}); the registry serves a damaged manifest") from None
     if not isinstance(doc, dict) or doc.get("schemaVersion") != 2:
@@ -248,7 +240,7 @@ def parse_config(data: bytes, manifest: SkillManifest, *, name: str, version: Se
     if sha256_digest(data) != manifest.config.digest:
         raise IntegrityError(f"{where}: config blob does not match its digest {manifest.config.digest[:19]}…; refusing it")
     try:
-        doc = parse_json(data)
+        doc = loads_json(data)
     except ValueError as exc:
         raise RegistryError(f"{where}: config blob is not valid JSON ({exc})") from None
     if not isinstance(doc, dict) or doc.get("schema") != CONFIG_SCHEMA:

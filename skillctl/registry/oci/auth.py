@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 import re
 import subprocess
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Mapping
 
 from skillctl.errors import RegistryError
+from skillctl.nesting import loads_json
 
 ENV_USERNAME = "SKILLCTL_REGISTRY_USERNAME"
 ENV_PASSWORD = "SKILLCTL_REGISTRY_PASSWORD"
@@ -68,7 +68,7 @@ def _run_helper(suffix: str, host: str, origin: str) -> Credentials | None:
             return None
         raise RegistryError(f"credential helper {program} failed for {host}: {out.splitlines()[0][:200] if out else f'exit {proc.returncode}'}")
     try:
-        doc = json.loads(proc.stdout)
+        doc = loads_json(proc.stdout)
         user, secret = doc["Username"], doc["Secret"]
     except (ValueError, KeyError, TypeError):
         raise RegistryError(f"credential helper {program} answered something other than the JSON Username/Secret object") from None
@@ -87,7 +87,7 @@ def _from_docker_config(host: str, path: Path) -> Credentials | None:
     except OSError as exc:
         raise RegistryError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
-        cfg = json.loads(text)
+        cfg = loads_json(text)
     except ValueError as exc:
         raise RegistryError(f"{path} is not valid JSON ({exc}); fix it or set DOCKER_CONFIG to another folder") from None
     if not isinstance(cfg, dict):

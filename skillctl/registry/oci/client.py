@@ -46,10 +46,10 @@ import requests
 
 from skillctl import __version__
 from skillctl.errors import IntegrityError, RegistryError
+from skillctl.nesting import loads_json
 from skillctl.registry.netfail import REDIRECT_STATUS, RETRY_STATUS
 from skillctl.registry.netfail import is_unsent as _is_unsent
 from skillctl.registry.netfail import reason as _reason
-from skillctl.registry.oci.artifact import parse_json
 from skillctl.registry.oci.auth import ENV_PASSWORD, ENV_USERNAME, Credentials, parse_challenge
 from skillctl.registry.oci.transport import DeadlineAdapter, deadline_for
 
@@ -386,7 +386,7 @@ class DistributionClient:
             if resp.status_code != 200:
                 raise RegistryError(f"token service {realm} of registry {self.host} answered HTTP {resp.status_code} for {what}")
             try:
-                doc = parse_json(self.read_body(resp, MAX_ERROR_BYTES, token_what))
+                doc = loads_json(self.read_body(resp, MAX_ERROR_BYTES, token_what))
             except ValueError:
                 doc = None
         token = doc.get("token") or doc.get("access_token") if isinstance(doc, dict) else None
@@ -397,7 +397,7 @@ class DistributionClient:
     def _error_detail(self, resp: requests.Response) -> str:
         """'CODE: message' from a distribution error body, or '' (body read capped)."""
         try:
-            doc = parse_json(self.read_body(resp, MAX_ERROR_BYTES, "error body"))
+            doc = loads_json(self.read_body(resp, MAX_ERROR_BYTES, "error body"))
             err = doc["errors"][0]
             return f"{err.get('code', '')}: {err.get('message', '')}".strip(": ")[:200]
         except Exception:  # noqa: BLE001 - any unreadable body means no detail
@@ -457,7 +457,7 @@ class DistributionClient:
                     "skillctl reads no more than that — refusing"
                 )
             try:
-                doc = parse_json(body)
+                doc = loads_json(body)
             except ValueError as exc:
                 raise RegistryError(f"registry {self.host} answered {what} with invalid JSON ({exc})") from None
             items = doc.get(key) if isinstance(doc, dict) else None

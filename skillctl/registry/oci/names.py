@@ -68,7 +68,10 @@ def parse_oci_url(url: str) -> OciLocation:
     """Parse ``oci://HOST[:PORT]/NAMESPACE``; every refusal says what to write instead."""
     if not isinstance(url, str) or not url.startswith(SCHEME):
         raise RegistryError(f"'{url}' is not an OCI registry URL; write oci://HOST[:PORT]/NAMESPACE")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # an unclosed "[" of an IPv6 address
+        raise RegistryError(f"'{url}' is not a URL ({exc}); write oci://HOST[:PORT]/NAMESPACE") from None
     if parts.query or parts.fragment:
         raise RegistryError(f"'{url}': an OCI registry URL has no '?' or '#' part; write oci://HOST[:PORT]/NAMESPACE")
     if "@" in parts.netloc:

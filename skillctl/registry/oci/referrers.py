@@ -32,14 +32,14 @@ blob hashed against its digest, a referrer whose ``subject`` is not the version'
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 from urllib.parse import quote, urljoin
 
 from skillctl.bundle import sha256_digest
 from skillctl.errors import RegistryError
-from skillctl.registry.oci.artifact import ACCEPT_MANIFESTS, MANIFEST_MEDIA_TYPE, MAX_MANIFEST_BYTES, Descriptor, canonical_json, parse_json
+from skillctl.nesting import loads_json
+from skillctl.registry.oci.artifact import ACCEPT_MANIFESTS, MANIFEST_MEDIA_TYPE, MAX_MANIFEST_BYTES, Descriptor, canonical_json
 from skillctl.registry.oci.client import MAX_LIST_BYTES, DistributionClient
 from skillctl.registry.signatures import MAX_ENVELOPE_BYTES, MAX_SIGNATURES_PER_VERSION, too_many
 
@@ -69,7 +69,7 @@ def is_referrers_tag(tag: str) -> bool:
 
 def _json_object(body: bytes, where: str) -> dict[str, Any]:
     try:
-        doc = parse_json(body)  # bounded nesting: a hostile index is one line, not a RecursionError
+        doc = loads_json(body)  # bounded nesting: a hostile index is one line, not a RecursionError
     except ValueError:
         raise RegistryError(f"{where} is not valid JSON") from None
     if not isinstance(doc, dict):

@@ -55,7 +55,13 @@ _TOKEN_RE = re.compile(r"[\x21-\x7e]+")  # visible ASCII: what an HTTP header ca
 def index_url_for(url: str) -> str:
     """The index URL a ``--registry`` URL means: as given when it ends in ``.json``, else the
     well-known path below it (``https://HOST`` → ``https://HOST/.well-known/agent-skills/index.json``)."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError as exc:
+        raise RegistryError(f"registry URL {url} is not a URL ({exc}); write https://HOST or the URL of its index.json") from None
+    if not parts.hostname:
+        raise RegistryError(f"registry URL {url} names no host; write https://HOST or the URL of its index.json")
     if "@" in parts.netloc:
         # Not echoed: the part before "@" may be a password.
         raise RegistryError("the registry URL holds credentials (user@ or user:password@); a site takes a key instead: "

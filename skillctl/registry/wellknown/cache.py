@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skillctl.bundle import sha256_digest
+from skillctl.nesting import loads_json
 
 ENV_CACHE_DIR = "SKILLCTL_CACHE_DIR"
 
@@ -145,7 +146,7 @@ class SiteCache:
 
     def document(self, url: str) -> CachedDocument | None:
         try:
-            meta = json.loads(self._doc_path(url).read_text("utf-8"))
+            meta = loads_json(self._doc_path(url).read_text("utf-8"))
             policy = CachePolicy(True, meta["max_age"], meta["etag"], meta["last_modified"])
             if meta["url"] != url:
                 return None

@@ -32,6 +32,7 @@ from typing import Any, Callable
 from urllib.parse import urljoin, urlsplit
 
 from skillctl.errors import RegistryError
+from skillctl.nesting import loads_json
 from skillctl.registry.refs import NAME_RE
 from skillctl.versioning import SemVer
 
@@ -151,7 +152,7 @@ class VersionList:
 
 def _json(body: bytes, where: str) -> Any:
     try:
-        return json.loads(body.decode("utf-8"))
+        return loads_json(body)
     except (UnicodeDecodeError, ValueError) as exc:
         raise RegistryError(f"{where} is not valid JSON ({exc}); the site serves a broken document") from None
 

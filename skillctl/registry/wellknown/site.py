@@ -29,7 +29,6 @@ give the same bytes (with the same zlib), and their digests are what the indexes
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from urllib.parse import urlsplit
 
 from skillctl.bundle import ARCHIVE, SKILL_MD, BundleContents, archive_tar_gz, read_artifact, sha256_digest
 from skillctl.errors import RegistryError
+from skillctl.nesting import loads_json
 from skillctl.registry.records import VersionRecord
 from skillctl.registry.wellknown import format as fmt
 from skillctl.versioning import SemVer
@@ -92,8 +92,11 @@ def artifact_for(contents: BundleContents) -> Artifact:
 def _check_base_url(base_url: str | None) -> str | None:
     if base_url is None:
         return None
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:  # an unclosed "[" of an IPv6 address
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
         raise RegistryError(f"--base-url {base_url!r} must be an http(s) URL without query or fragment, e.g. https://skills.example.com")
     return base_url.rstrip("/")
 
@@ -200,7 +203,7 @@ class SiteBuilder:
         body = self.existing(path)
         assert body is not None
         try:
-            doc = json.loads(body.decode("utf-8"))
+            doc = loads_json(body)
         except (UnicodeDecodeError, ValueError):
             doc = None
         errors = fmt.schema_errors(doc) if doc is not None else ["not JSON"]
