@@ -438,7 +438,7 @@ def test_a_version_over_the_bound_is_one_line_in_every_command(isolated: Path) -
     _project(isolated, "skills:\n  alpha: ^99999999999999999999\n")
     bound = "is over 9007199254740991 (2^53-1)"
     for ref in (f"alpha@{HUGE}", "alpha@^99999999999999999999", "alpha@<99999999999999999999", "alpha@1.0.0-rc.99999999999999999999"):
-        for command in (["show", ref], ["versions", ref], ["pull", ref, "-o", "out"], ["yank", ref], ["unyank", ref], ["remove", "--yes", ref]):
+        for command in (["show", ref], ["versions", ref], ["pull", ref, "-o", "out"], ["yank", ref], ["unyank", ref], ["registry", "remove", "--yes", ref]):
             assert bound in error_line(run(*command, ok=False)), command
     assert bound in error_line(run("lock", ok=False))
     (isolated / "skills.yaml").write_text(f"skills:\n  alpha: {HUGE}\n")

@@ -84,8 +84,8 @@ def entries_for(ws: Any, source: str, skills: list[str], take_all: bool) -> dict
         reg = _registry_name(ws, source)
         return {p.name: {"registry": reg, "version": f"^{p.version}"} for p in _choose(pins, skills, take_all, source)}
     if _looks_like_folder(source):
-        root = ws.requirements.resolve().parent
-        folder = Path(source).expanduser().resolve()
+        root = Path(os.path.abspath(ws.requirements)).parent
+        folder = Path(os.path.realpath(Path(source).expanduser()))
         pins = ws.sources.get("path").discover(SourceSpec("path", str(folder)))
         out = {}
         for pin in _choose(pins, skills, take_all, source):

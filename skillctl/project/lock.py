@@ -252,13 +252,10 @@ def read_lock(path: Path) -> Lock:
     from skillctl.nesting import loads_json
 
     try:
-        text = read_regular_text(path)  # a FIFO planted as skills.lock is refused, not waited on
+        # A FIFO planted as skills.lock is refused, not waited on; nesting is bounded before parsing.
+        doc = loads_json(read_regular_text(path))
     except FileNotFoundError:
         raise LockError(f"{path} not found; create it with: skillctl lock") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LockError(f"{path} is unreadable ({type(exc).__name__}); regenerate it with: skillctl lock") from None
-    try:
-        doc = loads_json(text)  # nesting bounded before parsing
-    except ValueError as exc:
-        raise LockError(f"{path} is not JSON ({exc}); regenerate it with: skillctl lock") from None
+    except (OSError, ValueError) as exc:
+        raise LockError(f"{path} is unreadable or not JSON ({exc}); regenerate it with: skillctl lock") from None
     return parse_lock(doc, path)

@@ -12,6 +12,7 @@ still holding the key the lock recorded, and the skills.yaml beside it, if any, 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -65,7 +66,7 @@ def locked_run(lock_path: Path, *, registry: str | RegistryReader | None = None,
     from skillctl.trust.enforce import lock_gate
 
     lock = read_lock(lock_path)
-    folder = lock_path.resolve().parent
+    folder = Path(os.path.abspath(lock_path)).parent
     beside = folder / REQUIREMENTS_FILE
     project = load_project(beside) if beside.exists() else None
     opener, override = _opener(registry)

@@ -27,6 +27,7 @@ they always did.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,7 @@ class Project:
 
     @property
     def root(self) -> Path:
-        return self.path.resolve().parent
+        return Path(os.path.abspath(self.path)).parent
 
     def requirements_doc(self) -> dict[str, Any]:
         """What a lock records of this file, to tell later whether it is still current. Files
@@ -261,4 +262,4 @@ def load_project(path: Path) -> Project:
 def project_file(lock: Path | None = None) -> Path:
     """A run's project file: the ``skills.yaml`` beside ``lock`` when one is given, else the one
     in the current folder (it may not exist). Its ``network:`` and ``trust:`` both apply."""
-    return (lock.resolve().parent if lock else Path.cwd()) / REQUIREMENTS_FILE
+    return (Path(os.path.abspath(lock)).parent if lock else Path.cwd()) / REQUIREMENTS_FILE

@@ -10,6 +10,7 @@ folders only once every skill was fetched and checked.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +56,7 @@ class Workspace:
         git_options: dict[str, Any] = {"insecure": insecure, "progress": progress}
         if git_token:
             git_options["token"] = git_token
-        self.sources = ProjectSources(requirements.resolve().parent, registry_opener=registry_opener, git_options=git_options)
+        self.sources = ProjectSources(Path(os.path.abspath(requirements)).parent, registry_opener=registry_opener, git_options=git_options)
         self._project: Project | None = None
 
     def __enter__(self) -> "Workspace":
@@ -154,7 +155,7 @@ class Workspace:
 
         where = str(self.requirements if self.has_project else self.lock_path)
         current = self.project.trust if self.has_project else ...
-        gate = lock_gate(lock.trust_section, (lock.trust or {}).get("keys", {}), self.lock_path.resolve().parent, where=where,
+        gate = lock_gate(lock.trust_section, (lock.trust or {}).get("keys", {}), Path(os.path.abspath(self.lock_path)).parent, where=where,
                          progress=self.progress, current_trust=current)
         if gate is not None:
             allow = self.allow_unsigned or bool((lock.trust or {}).get("allow_unsigned"))
@@ -168,13 +169,11 @@ class Workspace:
         """Where skills go: ``out`` when given; else the folders of ``agents`` (else the project's
         ``targets:``), at project or user scope; else ``.agents/skills`` (``~/.agents/skills``
         with ``user``)."""
-        import os
-
         from skillctl.project.agents import Target, target_folders
 
         if out is not None:
             return [Target(out, (), None)]
-        root = self.requirements.resolve().parent
+        root = Path(os.path.abspath(self.requirements)).parent
         names = list(agents) or (list(self.project.targets) if self.has_project else [])
         return target_folders(names, user=user, project_root=root, environ=environ if environ is not None else os.environ)
 
@@ -187,7 +186,7 @@ class Workspace:
         self.check_trust(lock, store)
         if env_fetch and not dry_run:
             locked_environment(lock.environment, self.lock_path, progress=self.progress, fetch=True)
-        link_store = self.requirements.resolve().parent / ".skillctl" / "store" if link else None
+        link_store = Path(os.path.abspath(self.requirements)).parent / ".skillctl" / "store" if link else None
         return sync_targets(lock, store, targets, remove=remove, force=force, link_store=link_store, dry_run=dry_run,
                             progress=self.progress)
 

@@ -11,6 +11,7 @@ longer the pinned ones (edited since the lock was written: lock again).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from skillctl.bundle import DEFAULT_MTIME, BundleContents, pack, read_bundle
@@ -26,7 +27,7 @@ class PathSource:
         self.base = Path(base) if base is not None else Path.cwd()
 
     def folder(self, spec: SourceSpec) -> Path:
-        return (self.base / Path(spec.location).expanduser()).resolve()
+        return Path(os.path.realpath(self.base / Path(spec.location).expanduser()))
 
     def _skills(self, spec: SourceSpec) -> list[tuple[Path, BundleContents]]:
         from skillctl.skill.discovery import discover

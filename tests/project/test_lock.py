@@ -227,7 +227,7 @@ def test_lock_file_is_readable_by_everyone_who_can_read_the_project(tmp_path: Pa
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (lambda d: "{not json", "is not JSON"),
+        (lambda d: "{not json", "is unreadable or not JSON"),
         (lambda d: {**d, "lockfile_version": 7}, "lockfile_version 7 is not supported"),
         (lambda d: {k: v for k, v in d.items() if k != "skills"}, "skills must be an object"),
         (lambda d: {**d, "skills": {"alpha": {**d["skills"]["alpha"], "digest": 5}}}, r"skills\.alpha\.digest is missing or not a string"),
