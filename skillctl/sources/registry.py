@@ -60,7 +60,10 @@ class RegistrySource:
         """The pinned version's files; ``IntegrityError`` when the registry now serves other bytes."""
         reg = self.registry(pin.spec.location)
         rec = self.resolved(pin)
-        data = reg.fetch(rec)
+        try:
+            data = reg.fetch(rec)
+        except IntegrityError as exc:
+            raise IntegrityError(f"{pin.name}@{pin.version}: {exc}") from None
         if sha256_digest(data) != pin.digest:
             raise IntegrityError(f"{pin.name}@{pin.version}: fetched bytes do not match the pinned {pin.digest[:19]}…")
         return read_artifact(data, rec.artifact_type, expected_name=pin.name, source=f"{pin.name}@{pin.version}")
