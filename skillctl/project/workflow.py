@@ -151,10 +151,12 @@ class Workspace:
 
     def check_trust(self, lock: Lock, store: ProjectStore) -> None:
         """The policy the lock was written with, on every locked skill (signers as recorded)."""
+        current = self.project.trust if self.has_project else ...
+        if lock.trust_section is None and current in (None, ...):
+            return  # no policy then or now (the keys and checks cost nothing to skip)
         from skillctl.trust.enforce import lock_gate
 
         where = str(self.requirements if self.has_project else self.lock_path)
-        current = self.project.trust if self.has_project else ...
         gate = lock_gate(lock.trust_section, (lock.trust or {}).get("keys", {}), Path(os.path.abspath(self.lock_path)).parent, where=where,
                          progress=self.progress, current_trust=current)
         if gate is not None:
@@ -180,11 +182,11 @@ class Workspace:
     def sync(self, lock: Lock, targets: Sequence["Target"], *, remove: bool, force: bool = False, link: bool = False,
              dry_run: bool = False, env_fetch: bool = True) -> SyncReport:
         """Check the lock's policy and environment, then make ``targets`` hold the lock."""
-        from skillctl.env.prepare import locked_environment
-
         store = self.store(lock)
         self.check_trust(lock, store)
-        if env_fetch and not dry_run:
+        if env_fetch and not dry_run and lock.environment is not None:
+            from skillctl.env.prepare import locked_environment
+
             locked_environment(lock.environment, self.lock_path, progress=self.progress, fetch=True)
         link_store = Path(os.path.abspath(self.requirements)).parent / ".skillctl" / "store" if link else None
         return sync_targets(lock, store, targets, remove=remove, force=force, link_store=link_store, dry_run=dry_run,
