@@ -22,6 +22,8 @@ every bundle as hostile until each member has passed the rules in ``paths``, ``m
 # Names -> the submodule that defines them, imported on first use (PEP 562): a command that only
 # reads a lock or plans a sync (``skillctl sync`` with nothing to do) does not pay for the packer,
 # the archive readers and the skill validator they pull in.
+from skillctl.lazy import lazy_exports
+
 _WHERE = {
     "archive": ("ARCHIVE", "ARTIFACT_TYPES", "BUNDLE", "SKILL_MD", "archive_tar_gz", "read_artifact"),
     "canonical": ("DEFAULT_MTIME",),
@@ -33,22 +35,9 @@ _WHERE = {
     "read": ("BundleContents", "BundleRejected", "read_bundle", "read_bundle_file"),
     "upload": ("read_file_parts", "read_zip_bundle", "zip_bundle"),
 }
-_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
-__all__ = sorted(_MODULE_OF)
+__getattr__, __all__ = lazy_exports(__name__, globals(), _WHERE)
 
-
-# The submodule ``pack`` shares its name with its function: importing the submodule (anyone's
-# ``from skillctl.bundle.pack import …``) sets this package's attribute ``pack`` to the module, which
-# would then shadow the function. Bound now, the function wins.
+# The submodule ``pack`` shares its name with its function: importing the submodule first (anyone's
+# ``from skillctl.bundle.pack import …``) would set this package's attribute ``pack`` to the
+# module, which then shadows the function. Bound now, the function wins.
 from skillctl.bundle.pack import pack  # noqa: E402
-
-
-def __getattr__(name: str) -> object:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'skillctl.bundle' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"skillctl.bundle.{module}"), name)
-    globals()[name] = value
-    return value
