@@ -8,10 +8,13 @@ why ``bad`` was left out. Nothing is written outside the cache folder, and no ma
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -224,3 +227,27 @@ def test_a_token_never_reaches_a_hostile_repositorys_submodule_or_messages(serve
         src.resolve(SourceSpec("git", servers.http.url("hostile-submodule.git"), name="bad"))
     assert TOKEN not in str(exc.value)
     assert servers.submodule_target.log == []
+
+
+def test_a_server_that_never_answers_costs_one_deadline_in_one_line(servers: Servers, place: Path) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                held.append(listener.accept()[0])  # and never say a word
+
+    threading.Thread(target=accept, daemon=True).start()
+    url = f"git://127.0.0.1:{listener.getsockname()[1]}/multi.git"
+    try:
+        with GitSource(insecure=True, environ=servers.environ(), cache_dir=place / "cache", timeout_s=2) as src:
+            with pytest.raises(SourceError) as exc:
+                src.resolve(SourceSpec("git", url, "v1.0.0", name="alpha"))
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
+    assert "did not finish within 2 s" in str(exc.value) and "\n" not in str(exc.value)

@@ -19,7 +19,7 @@ from skillctl.sources.gitcmd import GitFailed, GitRunner, Output, auth_header
 from skillctl.sources.git import GitSource
 
 from .conftest import TOKEN, Servers
-from .git_servers import basic_token
+from .git_servers import basic_token, processes_holding
 
 pytestmark = pytest.mark.usefixtures("clear_logs")
 
@@ -86,9 +86,11 @@ def test_the_token_is_in_no_command_line(servers: Servers) -> None:
 
 def test_the_command_line_watch_sees_a_token_in_argv(servers: Servers) -> None:
     # The check above can fail: a process holding the token in its argv is seen.
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", TOKEN])
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", TOKEN])
     try:
-        time.sleep(0.2)
+        deadline = time.monotonic() + 30
+        while not processes_holding(TOKEN.encode()) and time.monotonic() < deadline:  # until it has started
+            time.sleep(0.01)
         request = urllib.request.Request(servers.elsewhere.url("multi.git/info/refs?service=git-upload-pack"))
         ctx = __import__("ssl").create_default_context(cafile=str(servers.ca))
         urllib.request.urlopen(request, context=ctx, timeout=30).read()
