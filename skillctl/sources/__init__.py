@@ -3,4 +3,6 @@
 
     gitspec   parsing git source strings (``github:…``, ``gitlab:…``, ``git+SCHEME://…``) and mirrors
     git       ``GitSource``: a git repository read through Debian's git, never through a work tree
+    gittree   a tree listing searched and chosen from as a folder is (skill search, pack's files)
+    gitcmd    running git on hostile repositories (environment, limits, deadlines, the cache)
 """

@@ -8,7 +8,7 @@
 
 How a skill is read (each step refuses in one line, before the next runs):
 
-1. ``git ls-remote`` resolves the ref (a tag wins nothing over a branch: both → ambiguous);
+1. ``git ls-remote`` resolves the ref (a name that is both a tag and a branch is refused as ambiguous);
 2. ``git fetch --depth 1 --filter=blob:none`` of that one commit: commits and trees, no file data;
 3. ``git ls-tree -r -z`` lists the tree: the skill search and ``pack``'s choice of files run on the
    listing (``skillctl.sources.gittree``), so links, submodules, bad names and counts are refused
@@ -267,6 +267,10 @@ def _lines(items: list[str]) -> bytes:
 
 class GitSource:
     """Skills from git repositories (``Source`` of kind ``git``); see the module docstring.
+
+    A spec's ``location`` is a repository URL as git takes it: ``parse_git_source(text).url``
+    (``SourceSpec("git", loc.url, loc.ref, loc.subdir, name)``); it is checked again here, so a
+    lock's URL is held to the same rules as a source string.
 
     ``cache_dir``: where fetched repositories are kept between uses (one bare repository per URL,
     locked while used, so processes may share it); None keeps them in a private temporary folder

@@ -24,7 +24,7 @@ import pytest
 
 from wellknown.server import make_test_ca
 
-from .git_servers import Blob, Exe, GitDaemon, GitHttpServer, Gitlink, Link, Repo, git, skill_md
+from .git_servers import Blob, Exe, GitDaemon, GitHttpServer, Gitlink, Link, Repo, skill_md
 
 TOKEN = "skctl_gittoken-0123456789abcdefghijklmnopqrstuvwxyzABCD"
 GIGABYTE = 1024 * 1024 * 1024
@@ -155,5 +155,3 @@ def clear_logs(servers: Servers):
         server.argv_hits.clear()
     yield
 
-
-__all__ = ["TOKEN", "Servers", "git"]
