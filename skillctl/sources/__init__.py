@@ -2,7 +2,10 @@
 kind, as pip's ``vcs/`` keeps one module per version-control system.
 
     registry  a folder, OCI or well-known-site registry (through ``skillctl.registry.open_registry``)
-    git       a git repository, read from its object store, never checked out (``git``, ``gitspec``)
+    git       ``GitSource``: a git repository read through Debian's git, never through a work tree;
+              ``gitspec`` parses source strings (``github:…``, ``gitlab:…``, ``git+SCHEME://…``) and
+              mirrors, ``gittree`` searches a tree listing as a folder is searched, ``gitcmd`` runs
+              git on hostile repositories (environment, limits, deadlines, the cache)
     path      a folder on this machine (a skill kept in the project itself)
 
 ``open_source(kind, **options)`` gives the kind's source, imported when asked for; an unknown kind
