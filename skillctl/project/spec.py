@@ -116,7 +116,8 @@ class Project:
         if entry.kind == "git":
             from skillctl.sources.gitspec import parse_git_source
 
-            loc = parse_git_source(entry.git if _is_shorthand(entry.git) else f"git+{entry.git}", insecure=insecure)
+            text = entry.git if _is_shorthand(entry.git) or entry.git.startswith("git+") else f"git+{entry.git}"
+            loc = parse_git_source(text, insecure=insecure)
             return SourceSpec("git", loc.url, entry.ref or loc.ref, entry.path or loc.subdir, entry.name)
         return SourceSpec("path", entry.path, name=entry.name)
 

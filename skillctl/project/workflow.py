@@ -53,7 +53,7 @@ class Workspace:
         self.insecure = insecure
         self.allow_unsigned = allow_unsigned
         self.progress = progress
-        git_options: dict[str, Any] = {"insecure": insecure, "progress": progress}
+        git_options: dict[str, Any] = {"insecure": insecure, "progress": progress, "cache_dir": git_cache()}
         if git_token:
             git_options["token"] = git_token
         self.sources = ProjectSources(Path(os.path.abspath(requirements)).parent, registry_opener=registry_opener, git_options=git_options)
@@ -191,6 +191,14 @@ class Workspace:
         link_store = Path(os.path.abspath(self.requirements)).parent / ".skillctl" / "store" if link else None
         return sync_targets(lock, store, targets, remove=remove, force=force, link_store=link_store, dry_run=dry_run,
                             progress=self.progress)
+
+
+def git_cache() -> Path:
+    """Where fetched repositories are kept between commands (``update`` and ``outdated`` then
+    fetch only what is new): the user's cache folder; ``SKILLCTL_GIT_CACHE`` moves it."""
+    from platformdirs import user_cache_dir
+
+    return Path(os.environ.get("SKILLCTL_GIT_CACHE") or Path(user_cache_dir("skillctl")) / "git")
 
 
 def _same_pins(a: Lock, b: Lock) -> bool:

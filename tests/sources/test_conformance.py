@@ -1,7 +1,7 @@
 """One contract, every kind of skill source (``skillctl.protocols.Source``): what a source holding
 the skills ``alpha`` and ``beta`` must answer, and what it must refuse. A new kind is done when it
-passes here. Each backend is real: a folder registry, a folder of skills, a git repository
-served by ``git daemon`` on loopback (when the git source is present)."""
+passes here. Each backend is real: a folder registry, a folder of skills, a bare git repository
+read over ``file://`` by Debian's git (the git servers themselves are tested in test_git_*.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,10 @@ class Case:
     source: Source
     spec: SourceSpec  # where alpha and beta are (no name)
     change_alpha: Callable[[], None]  # make what the spec points at hold other files for alpha
+    elsewhere: Callable[[], Source] | None = None  # the same source on another machine (no cache)
+
+    def fresh(self) -> Source:
+        return self.elsewhere() if self.elsewhere is not None else self.source
 
 
 def _skills(root: Path, alpha_body: str = "# Alpha\n") -> None:
@@ -59,7 +63,27 @@ def _path_case(tmp_path: Path) -> Case:
                 lambda: (root / "alpha" / "SKILL.md").write_text((root / "alpha" / "SKILL.md").read_text() + "\nmore\n"))
 
 
-CASES = {"registry": _registry_case, "path": _path_case}
+def _git_case(tmp_path: Path) -> Case:
+    from .git_servers import Repo, clean_env, skill_md
+
+    repo = Repo(tmp_path / "skills.git")
+    files = {"skills/alpha/SKILL.md": skill_md("alpha", version="1.0.0", body="# Alpha\n"),
+             "skills/beta/SKILL.md": skill_md("beta", version="0.2.0")}
+    repo.commit(files)
+
+    def change() -> None:
+        # History rewritten: main is a new commit with other files, the old one pruned away.
+        repo.commit({**files, "skills/alpha/SKILL.md": skill_md("alpha", version="1.0.0", body="# Alpha, rewritten\n")})
+        repo.prune()
+
+    source = open_source("git", environ=clean_env(), cache_dir=tmp_path / "git-cache")
+    # This machine's cache still holds the pinned commit — the pinned files, rightly served; a
+    # teammate's machine has to ask the server, which no longer has it.
+    return Case(source, SourceSpec("git", f"file://{repo.path}", "main", "skills"), change,
+                lambda: open_source("git", environ=clean_env(), cache_dir=tmp_path / "elsewhere"))
+
+
+CASES = {"registry": _registry_case, "path": _path_case, "git": _git_case}
 
 
 @pytest.fixture(params=sorted(CASES))
@@ -100,7 +124,7 @@ def test_fetch_refuses_what_is_no_longer_the_pin(case: Case) -> None:
     pin = case.source.resolve(dataclasses.replace(case.spec, name="alpha"))
     case.change_alpha()
     with pytest.raises(SkillctlError) as exc:
-        case.source.fetch(pin)
+        case.fresh().fetch(pin)
     assert isinstance(exc.value, (IntegrityError, SourceError)) and "\n" not in str(exc.value)
     assert "alpha" in str(exc.value)
 
