@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tools import MEASURE
+
 from skillctl.errors import SourceError
 from skillctl.protocols import SourceSpec
 from skillctl.sources.git import GitSource, GitTreeRefused
@@ -66,9 +68,10 @@ def test_a_symbolic_link_is_refused_whether_it_leaves_the_skill_or_not(servers: 
 
 
 def test_a_gigabyte_blob_is_refused_by_its_size_before_it_is_read(servers: Servers, place: Path) -> None:
-    # In a child, to measure the peak memory of the process that would have read it.
+    # In a process of its own, measured by a go-between (tools.MEASURE), to know the peak memory of
+    # the process that would have read it.
     code = f"""
-import json, resource, sys
+import json, sys
 from skillctl.errors import SourceError
 from skillctl.protocols import SourceSpec
 from skillctl.sources.git import GitSource
@@ -78,12 +81,14 @@ with GitSource(insecure=True, environ=env, cache_dir={str(place / "cache")!r}) a
         src.resolve(SourceSpec("git", {servers.daemon.url("hostile-big.git")!r}, name="bad"))
         print(json.dumps(["installed"]))
     except SourceError as exc:
-        print(json.dumps([str(exc), getattr(exc, "rule", None), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))
+        print(json.dumps([str(exc), getattr(exc, "rule", None)]))
 """
-    out = subprocess.run([sys.executable, "-c", code, json.dumps(servers.environ())], capture_output=True, text=True,
-                         timeout=300, env=dict(os.environ))
+    measured = place / "measured"
+    out = subprocess.run([sys.executable, "-c", MEASURE, str(measured), sys.executable, "-c", code, json.dumps(servers.environ())],
+                         capture_output=True, text=True, timeout=300, env=dict(os.environ))
     assert out.returncode == 0, out.stderr
-    message, rule, max_rss_kib = json.loads(out.stdout)
+    message, rule = json.loads(out.stdout)
+    max_rss_kib = int(measured.read_text().split()[1])
     assert rule == "max_file_size" and "'skills/bad/big.bin'" in message and "1073741824 bytes" in message, message
     assert max_rss_kib < 300 * 1024, f"peak memory {max_rss_kib} KiB: the blob was read"
     assert discover(servers, "big", place)[0] == ["good"]
