@@ -74,7 +74,7 @@ SUMMARIES: dict[str, str] = {
     "pack": "Validate and pack skills into reproducible NAME-VERSION.skill.tgz bundles.",
     "publish": "Publish skill folders or .skill.tgz bundles to the registry.",
     "pull": "Fetch a skill version, verify its digest and unpack it safely into OUT/NAME/.",
-    "registry": "Maintain a registry (verify integrity, collect garbage, rebuild a lost index).",
+    "registry": "Make and maintain a registry (create an empty one, verify integrity, collect garbage, rebuild a lost index).",
     "remove": "Delete NAME@VERSION — only if it was never fetched or locked.",
     "run": "Run an agent on TASK with the given skills loaded into a sandbox.",
     "serve": "Serve a registry as the OpenAI and Anthropic skills APIs and as a well-known site.",

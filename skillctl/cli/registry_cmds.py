@@ -60,12 +60,14 @@ def publish(paths: tuple[Path, ...], version: str | None, sign_key: Path | None,
         from skillctl.trust.keys import load_signing_key
 
         key = load_signing_key(sign_key)
-    reg = open_registry_for_cli(registry_url)
+    reg = None  # opened (and, when missing, created) once a skill is ready to go in
     inputs = _publish_inputs(paths, exclude)
     results, failures = [], 0
     for path in inputs:
         try:
             prepared = prepare_path(path, version=version)
+            if reg is None:
+                reg = open_registry_for_cli(registry_url, create=True)
             res = reg.publish(prepared)
             signed = _sign_published(reg, res.record, key, prepared.data, path) if key is not None else None
         except SkillctlError as exc:
