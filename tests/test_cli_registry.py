@@ -179,7 +179,7 @@ def test_publish_of_several_inputs_reports_each_failure_and_publishes_the_rest(i
     good = write_skill(isolated / "src", "good", "1.0.0")
     nover = write_skill(isolated / "src", "nover", None)
     r = run("publish", good, nover, "--format", "json", ok=False)
-    assert [e["name"] for e in as_json(r)] == ["good"]
+    assert [(e["status"], e.get("name")) for e in as_json(r)] == [("published", "good"), ("failed", None)]
     assert "nover" in r.stderr and "1 of 2 could not be published" in r.stderr
 
 

@@ -198,3 +198,26 @@ def test_a_skill_without_a_version_gets_a_note_that_never_fails(tmp_path: Path, 
     [report] = json.loads(invoke("validate", "--format", "json", "demo").stdout)
     assert [(d["code"], d["severity"]) for d in report["diagnostics"]] == [("SK303", "info")] and report["valid"]
     assert "::notice file=demo/SKILL.md,line=1,col=1,title=SK303::" in invoke("validate", "--format", "github", "demo").stdout
+
+
+@pytest.mark.parametrize("front, publishable", [
+    ("name: demo\ndescription: A demo.\n", False),
+    ("name: demo\ndescription: A demo.\nmetadata:\n  author: me\n", False),
+    ('name: demo\ndescription: A demo.\nmetadata:\n  version: "1.0"\n', True),  # read as 1.0.0 (SK301)
+    ('name: demo\ndescription: A demo.\nmetadata:\n  version: "2.1.0"\n', True),
+    ('name: demo\ndescription: A demo.\nversion: "1.0.0"\n', False),  # OpenClaw's field: publish reads metadata.version
+])
+def test_validate_notes_exactly_the_skills_publish_refuses_for_want_of_a_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, front: str, publishable: bool
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SKILLCTL_REGISTRY", str(tmp_path / "registry"))
+    write_skill(tmp_path, "demo", front)
+    [report] = json.loads(invoke("validate", "--profile", "openclaw", "--format", "json", "demo").stdout)
+    noted = any(d["code"] == "SK303" for d in report["diagnostics"])
+    published = invoke("publish", "--profile", "openclaw", "demo")
+    assert (published.exit_code == 0) == publishable and noted == (not publishable), published.output
+    if not publishable:
+        assert "no version" in published.stderr
+    if "\nversion:" in front:  # the note says why a version that is there does not count
+        assert any("OpenClaw reads the top-level version" in d["message"] for d in report["diagnostics"])

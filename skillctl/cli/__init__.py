@@ -25,7 +25,7 @@ COMMANDS: dict[str, str] = {
     "version": "version:version_cmd",
     "pack": "pack:pack_cmd",
     "inspect": "pack:inspect_cmd",
-    "publish": "registry_cmds:publish",
+    "publish": "publish:publish",
     "list": "registry_cmds:list_cmd",
     "show": "registry_cmds:show",
     "versions": "registry_cmds:versions",
