@@ -2,11 +2,10 @@
 versions, pull, yank, unyank, remove, registry verify|gc, lock, install.
 
 Every test runs in its own folder with its own registry (SKILLCTL_REGISTRY), HOME and data dir,
-so nothing can leak into the user's default registry."""
+so nothing can leak into the user's default registry (``registry_cli.isolated``)."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -16,50 +15,15 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from registry.helpers import flip_byte, tree, write_skill
+from registry_cli import as_json, error_line, isolated, run, sha256_file  # noqa: F401 - isolated: autouse fixture
 
 from skillctl.project.marker import MARKER
 from skillctl.cli import cli
 
 REPO_SKILLS = Path(__file__).resolve().parent.parent / "skills"
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "home" / "data"))
-    monkeypatch.setenv("SKILLCTL_REGISTRY", str(tmp_path / "registry"))
-    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
-    return tmp_path
-
-
-def run(*args: object, ok: bool = True) -> Result:
-    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-    assert "Traceback" not in result.output
-    if ok:
-        assert result.exit_code == 0, result.output
-    else:
-        assert result.exit_code == 1, result.output
-    return result
-
-
-def as_json(result: Result):
-    return json.loads(result.stdout)
-
-
-def error_line(result: Result) -> str:
-    """The one line a failure prints (click's 'Error: …')."""
-    lines = [l for l in result.stderr.splitlines() if l.strip()]
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("Error: ")
-    return lines[0]
-
-
-def sha256_file(path: Path) -> str:
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 # ------------------------------------------------------------------------------------ pack
@@ -186,7 +150,7 @@ def test_publish_and_pull_never_write_a_hostile_bundle(isolated: Path) -> None:
     r = run("publish", bad, ok=False)
     assert "escape.txt" in error_line(r)
     assert not (isolated.parent / "escape.txt").exists()
-    assert run("list", "--format", "json").stdout.strip() == "[]"
+    assert not (isolated / "registry").exists()  # refused before a registry was even made
 
 
 # --------------------------------------------------------------------- publish and friends
@@ -217,7 +181,7 @@ def test_publish_of_several_inputs_reports_each_failure_and_publishes_the_rest(i
     good = write_skill(isolated / "src", "good", "1.0.0")
     nover = write_skill(isolated / "src", "nover", None)
     r = run("publish", good, nover, "--format", "json", ok=False)
-    assert [e["name"] for e in as_json(r)] == ["good"]
+    assert [(e["status"], e.get("name")) for e in as_json(r)] == [("published", "good"), ("failed", None)]
     assert "nover" in r.stderr and "1 of 2 could not be published" in r.stderr
 
 

@@ -8,6 +8,6 @@ _WHERE = {
     "diagnostics": ("CODES", "Diagnostic"),
     "model": ("Skill",),
     "discovery": ("discover",),
-    "validate": ("SkillReport", "check_skill", "load_skill", "validate_paths"),
+    "validate": ("SkillReport", "check_skill", "check_skill_any_profile", "load_skill", "validate_paths"),
 }
 __getattr__, __all__ = lazy_exports(__name__, globals(), _WHERE)

@@ -169,6 +169,7 @@ def test_a_key_given_for_a_folder_or_oci_registry_is_refused(tmp_path: Path) -> 
     result = run("copy", "tally", "--from", tmp_path / "a", "--to", tmp_path / "b", "--token-stdin", key="skctl_x", code=2)
     assert "neither --from nor --to" in result.stderr
     # The environment variable is ambient: a folder registry just does not use it.
+    run("registry", "init", "--registry", tmp_path / "folder")
     run("list", "--registry", tmp_path / "folder", env={"SKILLCTL_SITE_TOKEN": "skctl_x"})
 
 
