@@ -32,7 +32,7 @@ READS = [
     ("sign", "demo@1.0.0", "--key", "team.key"),
     ("yank", "demo@1.0.0"),
     ("unyank", "demo@1.0.0"),
-    ("remove", "demo@1.0.0", "--yes"),
+    ("registry", "remove", "demo@1.0.0", "--yes"),
     ("registry", "verify"),
     ("registry", "gc"),
     ("registry", "rebuild-index"),
@@ -88,6 +88,7 @@ def test_the_message_names_skillctl_registry_when_the_path_came_from_it(isolated
 def test_a_missing_default_registry_is_the_same_one_line(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SKILLCTL_REGISTRY")
     default = isolated / "home" / "data" / "skillctl" / "registry"  # XDG_DATA_HOME/skillctl/registry
+    (isolated / "skills.yaml").write_text("skills:\n  demo: ^1\n")  # install asks the registry for the project's skills
     for args in (("list",), ("show", "demo"), ("install", "-o", "out")):
         line = error_line(run(*args, ok=False))
         assert f"no registry at {default} (the default registry, in your user data folder" in line, line

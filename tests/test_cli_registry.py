@@ -357,7 +357,7 @@ def test_frozen_install_fails_when_the_lock_is_stale(isolated: Path) -> None:
     assert not (isolated / "v").exists()
     # without --frozen the stale lock is updated, then installed
     r = run("install", "-o", "v")
-    assert "updating stale skills.lock" in r.stderr
+    assert "updated stale skills.lock" in r.stderr
     assert sorted(p.name for p in (isolated / "v").iterdir()) == ["alpha", "beta"]
     run("install", "--frozen", "-o", "v")
 

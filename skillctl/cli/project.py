@@ -10,7 +10,8 @@ from typing import Any, Callable
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, given_access, library_errors, progress, registry_option
+from skillctl.cli.common import (emit_json, format_option, given_access, library_errors, progress, registry_opener,
+                                 registry_option, registry_origin)
 from skillctl.project.spec import LOCK_FILE, REQUIREMENTS_FILE
 
 _req_opt = click.option("--requirements", "req_path", type=click.Path(dir_okay=False, path_type=Path),
@@ -65,7 +66,6 @@ def _default_registry(registry_url: str | None) -> str | None:
 def workspace(req_path: Path, lock_path: Path, registry_url: str | None, *, git_token_stdin: bool = False,
               allow_unsigned: bool = False):
     from skillctl.project.workflow import Workspace
-    from skillctl.registry import open_registry
 
     access = given_access()
     options = {k: access[k] for k in ("insecure", "username", "password", "token") if access.get(k)}
@@ -80,7 +80,14 @@ def workspace(req_path: Path, lock_path: Path, registry_url: str | None, *, git_
     token = token or os.environ.get("SKILLCTL_GIT_TOKEN") or None
 
     def opener(url: str):
-        return open_registry(url, create=False, **options)
+        # A URL from --registry or SKILLCTL_REGISTRY is named as such when it is not there; one from
+        # skills.yaml or the lock says where to put the team's registry instead.
+        from skillctl.registry import default_registry_url
+
+        ours = url == (registry_url or default_registry_url())
+        origin = registry_origin() if ours else (
+            f"{req_path} or {lock_path}; name the team's registry in {req_path} (registries: {{default: URL}}) or pass --registry")
+        return registry_opener(url, origin=origin, **options)()
 
     return Workspace(req_path, lock_path, registry_override=_default_registry(registry_url), registry_opener=opener,
                      insecure=bool(access.get("insecure")), git_token=token, allow_unsigned=allow_unsigned, progress=progress)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from skillctl.bundle import DEFAULT_MTIME, repack, sha256_digest
 from collections.abc import Callable
 
-from skillctl.errors import IntegrityError, NotFoundError, RegistryError
+from skillctl.errors import IntegrityError, NotFoundError
 from skillctl.project.lock import Lock, LockedSkill
 from skillctl.project.sources import ProjectSources
 from skillctl.protocols import RegistryReader, ResolvedSkill
@@ -48,11 +48,9 @@ class ProjectStore:
             url = self.url_of(skill)
             try:
                 return self.sources.registry_record(skill.pin(url))
-            except (NotFoundError, RegistryError) as exc:
-                if isinstance(exc, IntegrityError):
-                    raise
-                raise type(exc)(f"{exc} — skills.lock takes {skill.name} from {url}; name the team's registry in "
-                                "skills.yaml (registries: {default: URL}) or pass --registry URL") from None
+            except NotFoundError as exc:
+                raise NotFoundError(f"{exc} — skills.lock takes {skill.name} from {url}; name the team's registry in "
+                                    "skills.yaml (registries: {default: URL}) or pass --registry URL") from None
         data = self._bundle(skill)
         rec = skill.as_resolved()
         return ResolvedSkill(rec.id, rec.name, rec.version, rec.description, sha256_digest(data), rec.tar_digest, len(data))

@@ -140,9 +140,10 @@ class Workspace:
         previous = self.previous()
         if previous is not None and (not self.has_project or not previous.is_stale(self.project.requirements_doc())):
             return previous, []
-        if self.progress:
-            self.progress(f"{'creating' if previous is None else 'updating stale'} {self.lock_path}")
-        return self.lock(env=env, previous=previous)
+        made = self.lock(env=env, previous=previous)
+        if self.progress:  # said once it is done: a failure is then the only line
+            self.progress(f"{'created' if previous is None else 'updated stale'} {self.lock_path}")
+        return made
 
     def store(self, lock: Lock) -> ProjectStore:
         project = self.project if self.has_project else None
