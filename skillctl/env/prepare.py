@@ -258,15 +258,19 @@ def locked_environment(section: Any, lock_path: Any, *, progress: Progress | Non
 
 
 def run_image(skills: Sequence[Any], store: Any, base_image: str, *, lock_path: Any = None, lock_environment: Any = None,
-              index: str | None = None, allow_sdist: bool = False, bundles: Mapping[str, Any] | None = None,
-              progress: Progress | None = None) -> str:
+              project_environment: Any = None, index: str | None = None, allow_sdist: bool = False,
+              bundles: Mapping[str, Any] | None = None, progress: Progress | None = None) -> str:
     """The image ``skillctl run`` starts for ``skills``: with a lock (its ``environment``
     section, the pylock beside ``lock_path``), exactly its environment; otherwise what the skills
-    declare (resolved and built on first use, cached after). ``bundles``: the skills' contents
+    declare plus the project's ``environment:`` section (``project_environment``, for a run in a
+    project without a lock), resolved and built on first use, cached after. ``bundles``: the skills' contents
     the run already verified (``runtime.loader.fetch_bundles``), by digest, so no bundle is
     fetched twice."""
+    from skillctl.env.declare import Declarations, project_declarations
+
     locked = locked_environment(lock_environment, lock_path) if lock_path is not None else None
-    if not skills and locked is None:
+    project = project_declarations(project_environment) if project_environment is not None and locked is None else Declarations()
+    if not skills and locked is None and project.empty:
         return base_image
-    return environment_image(skills, store, base_image=base_image, locked=locked, index=index,
+    return environment_image(skills, store, base_image=base_image, project=project, locked=locked, index=index,
                              allow_sdist=allow_sdist, bundles=bundles, progress=progress)

@@ -234,7 +234,14 @@ class Runner:
         from skillctl.env.prepare import run_image
 
         lock_environment = self.locked.lock.environment if self.locked is not None else None
-        return run_image(skills, registry, base, lock_path=self.spec.lock, lock_environment=lock_environment, index=self.spec.index_url,
+        project_environment = None
+        if self.locked is None and self.spec.project is not None and self.spec.project.is_file():
+            # A run in a project without a lock still gets the packages skills.yaml declares.
+            from skillctl.project.spec import load_project
+
+            project_environment = load_project(self.spec.project).environment
+        return run_image(skills, registry, base, lock_path=self.spec.lock, lock_environment=lock_environment,
+                         project_environment=project_environment, index=self.spec.index_url,
                          allow_sdist=self.spec.allow_sdist, bundles=self.bundles, progress=self.progress)
 
     @contextmanager
