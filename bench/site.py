@@ -5,7 +5,7 @@ Setup (not timed): N small skills (SKILL.md, a script, a reference) published to
 registry. ``site_build_s`` is ``build_site`` of the whole registry into an empty folder (every
 archive packed, every document validated against the schema and written). The site is then
 served by the tests' static server (``tests/wellknown/server.py``: a ``http.server`` thread).
-Install = ``resolve_lock`` of K skills (``NAME@^1``) plus ``install`` into an empty folder, with
+Install = ``lock_skills`` of K skills (``NAME@^1``) plus ``install_locked`` into an empty folder, with
 a fresh client and an empty cache each pass; ``pull_per_skill_ms`` is the same lock and install
 against the folder registry itself (the baseline: no HTTP at all). Passes alternate site and
 folder so machine noise hits both alike; medians are reported. The last line is
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from skillctl.registry.local import LocalRegistry
-from skillctl.registry.lockfile import Requirements, install, resolve_lock
+from skillctl.project.registry_lock import install_locked, lock_skills
 from skillctl.registry.prepare import prepare_folder
 from skillctl.registry.wellknown import WellKnownRegistry
 from skillctl.registry.wellknown.site import build_site
@@ -77,19 +77,19 @@ def main() -> int:
         rebuild_s = time.perf_counter() - t0
         assert again.written == (), "an unchanged registry must change no byte"
         step = max(1, args.skills // args.install)
-        wanted = Requirements({f"skill-{i:04}": "^1" for i in range(0, step * args.install, step)})
+        wanted = {f"skill-{i:04}": "^1" for i in range(0, step * args.install, step)}
         k = len(wanted.skills)
         site_times, folder_times, requests = [], [], 0
         with SiteServer(tmp / "site") as server:
             for rep in range(args.reps):
                 site = WellKnownRegistry.from_url(server.url, insecure=True, cache_dir=str(tmp / f"cache{rep}"))
                 t0 = time.perf_counter()
-                install(resolve_lock(wanted, site), site, tmp / f"site-out{rep}")
+                install_locked(lock_skills(wanted, site), site, tmp / f"site-out{rep}")
                 site_times.append(time.perf_counter() - t0)
                 requests = site.client.http.requests
                 site.close()
                 t0 = time.perf_counter()
-                install(resolve_lock(wanted, registry), registry, tmp / f"folder-out{rep}")
+                install_locked(lock_skills(wanted, registry), registry, tmp / f"folder-out{rep}")
                 folder_times.append(time.perf_counter() - t0)
         site_ms = statistics.median(site_times) / k * 1000
         folder_ms = statistics.median(folder_times) / k * 1000

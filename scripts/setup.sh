@@ -40,6 +40,9 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 # apt-ftparchive indexes it, gpg signs it with a throwaway key (dpkg-deb, in dpkg, makes the .debs).
 command -v apt-ftparchive >/dev/null 2>&1 || need_apt+=(apt-utils)
 { command -v gpg && command -v gpgconf; } >/dev/null 2>&1 || need_apt+=(gnupg)
+# Installing with --link where the file system refuses links is tested by injecting EPERM into
+# the symlink calls of a real process (strace's fault injection).
+command -v strace >/dev/null 2>&1 || need_apt+=(strace)
 if [ "${#need_apt[@]}" -gt 0 ]; then
     log "installing Debian packages: ${need_apt[*]}"
     export DEBIAN_FRONTEND=noninteractive

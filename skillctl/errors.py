@@ -6,11 +6,13 @@
     ├── BundleError               a bundle is malformed, hostile or over a limit
     ├── RegistryError             the registry refused, is unreachable or inconsistent
     │   ├── NotFoundError         no such skill / version
+    │   ├── NoRegistryError       a folder registry opened to read is not there (nothing was created)
     │   ├── ImmutableVersionError a published version would change
     │   ├── IntegrityError        a digest does not match what was promised
     │   └── UnsupportedError      this kind of registry cannot do that (e.g. remove on OCI)
     ├── SourceError               a skill source (a git repository, a folder) cannot be read or is hostile
     ├── LockError                 skills.yaml / skills.lock is missing, stale or invalid
+    ├── InstallError              a target folder cannot be written or cleaned safely (a link, no access)
     ├── SandboxError              the container (or local sandbox) cannot do what was asked
     │   ├── SandboxTimeout        the host-side deadline for a call passed
     │   └── EgressError           the run's network, egress proxy or firewall cannot be set up
@@ -53,6 +55,30 @@ class NotFoundError(RegistryError):
     pass
 
 
+class NoRegistryError(RegistryError):
+    """A folder registry that is not there, opened by a command that only reads it: nothing is
+    created. ``origin`` says where the path came from, so the message can say what to change:
+    ``--registry`` or ``--from`` (an option), ``SKILLCTL_REGISTRY``, ``default`` (the user data
+    folder), or ``""`` (a library caller's own ``url``)."""
+
+    def __init__(self, path: str, origin: str = "") -> None:
+        self.path, self.origin = str(path), origin
+        if origin == "default":
+            came = " (the default registry, in your user data folder: neither --registry nor SKILLCTL_REGISTRY is set)"
+        else:
+            came = f" (from {origin})" if origin else ""
+        # the variable and the default apply to publish too; an option must be given to it again
+        target = "" if origin in ("default", "SKILLCTL_REGISTRY") else f" --registry {self.path}"
+        instead = "--from" if origin == "--from" else "--registry or SKILLCTL_REGISTRY"
+        super().__init__(
+            f"no registry at {self.path}{came}; publish a skill to create it "
+            f"(skillctl publish SKILL_DIR{target}) or name an existing registry with {instead}"
+        )
+
+    def __reduce__(self):  # picklable with its two arguments (errors cross process pools)
+        return (type(self), (self.path, self.origin))
+
+
 class ImmutableVersionError(RegistryError):
     pass
 
@@ -73,6 +99,11 @@ class SourceError(SkillctlError):
 
 class LockError(SkillctlError):
     pass
+
+
+class InstallError(SkillctlError):
+    """A skill cannot be written into, or removed from, an agent's folder: a path in the way is a
+    symbolic link or not a folder, or the file system refused. The message names the path."""
 
 
 class SandboxError(SkillctlError):

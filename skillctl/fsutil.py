@@ -7,8 +7,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import tempfile
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Iterator
 
 
 def fsync_dir(path: Path) -> None:
@@ -24,6 +25,23 @@ def fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def walk_no_links(folder: Path) -> Iterator[tuple[str, os.stat_result]]:
+    """Every entry below ``folder`` as (path relative to it with ``/``, its ``lstat``), a folder
+    before what it holds; links are reported, never followed. OSError when a folder cannot be
+    listed (the caller decides what that means)."""
+    pending = [""]
+    while pending:
+        rel_dir = pending.pop()
+        with os.scandir(folder / rel_dir if rel_dir else folder) as it:
+            entries = list(it)
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            st = entry.stat(follow_symlinks=False)
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(rel)
+            yield rel, st
 
 
 def open_private(path: Path, mode: str = "w") -> IO[Any]:
@@ -91,3 +109,23 @@ def tar_data_filter() -> dict[str, str]:
     import tarfile
 
     return {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically (a temporary file beside it, fsynced, renamed),
+    with the mode a new file would get: a project file (skills.lock, skills.yaml, a pylock) is
+    the project's, readable as the umask allows."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path("."))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            umask = os.umask(0)  # mkstemp makes 0600; honour the umask as open() does
+            os.umask(umask)
+            os.fchmod(fh.fileno(), 0o666 & ~umask)
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

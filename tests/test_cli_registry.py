@@ -2,11 +2,10 @@
 versions, pull, yank, unyank, remove, registry verify|gc, lock, install.
 
 Every test runs in its own folder with its own registry (SKILLCTL_REGISTRY), HOME and data dir,
-so nothing can leak into the user's default registry."""
+so nothing can leak into the user's default registry (``registry_cli.isolated``)."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -16,48 +15,15 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from registry.helpers import flip_byte, tree, write_skill
+from registry_cli import as_json, error_line, isolated, run, sha256_file  # noqa: F401 - isolated: autouse fixture
+
+from skillctl.project.marker import MARKER
 from skillctl.cli import cli
 
 REPO_SKILLS = Path(__file__).resolve().parent.parent / "skills"
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "home" / "data"))
-    monkeypatch.setenv("SKILLCTL_REGISTRY", str(tmp_path / "registry"))
-    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
-    return tmp_path
-
-
-def run(*args: object, ok: bool = True) -> Result:
-    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-    assert "Traceback" not in result.output
-    if ok:
-        assert result.exit_code == 0, result.output
-    else:
-        assert result.exit_code == 1, result.output
-    return result
-
-
-def as_json(result: Result):
-    return json.loads(result.stdout)
-
-
-def error_line(result: Result) -> str:
-    """The one line a failure prints (click's 'Error: …')."""
-    lines = [l for l in result.stderr.splitlines() if l.strip()]
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("Error: ")
-    return lines[0]
-
-
-def sha256_file(path: Path) -> str:
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 # ------------------------------------------------------------------------------------ pack
@@ -184,7 +150,7 @@ def test_publish_and_pull_never_write_a_hostile_bundle(isolated: Path) -> None:
     r = run("publish", bad, ok=False)
     assert "escape.txt" in error_line(r)
     assert not (isolated.parent / "escape.txt").exists()
-    assert run("list", "--format", "json").stdout.strip() == "[]"
+    assert not (isolated / "registry").exists()  # refused before a registry was even made
 
 
 # --------------------------------------------------------------------- publish and friends
@@ -215,7 +181,7 @@ def test_publish_of_several_inputs_reports_each_failure_and_publishes_the_rest(i
     good = write_skill(isolated / "src", "good", "1.0.0")
     nover = write_skill(isolated / "src", "nover", None)
     r = run("publish", good, nover, "--format", "json", ok=False)
-    assert [e["name"] for e in as_json(r)] == ["good"]
+    assert [(e["status"], e.get("name")) for e in as_json(r)] == [("published", "good"), ("failed", None)]
     assert "nover" in r.stderr and "1 of 2 could not be published" in r.stderr
 
 
@@ -247,7 +213,7 @@ def test_list_show_versions_json_field_names(isolated: Path) -> None:
         (("pull", "demo@2.0.0", "-o", "out"), "demo@2.0.0 is not published"),
         (("yank", "demo"), "yank needs an exact version"),
         (("unyank", "demo@^1"), "unyank needs an exact version"),
-        (("remove", "demo@1", "--yes"), "remove needs an exact version"),
+        (("registry", "remove", "demo@1", "--yes"), "registry remove needs an exact version"),
     ],
 )
 def test_failures_are_one_line_and_exit_1(isolated: Path, args: tuple[str, ...], message: str) -> None:
@@ -299,20 +265,26 @@ def test_yank_unyank_via_cli(isolated: Path) -> None:
 def test_remove_only_while_never_fetched(isolated: Path) -> None:
     for v in ("1.0.0", "1.1.0"):
         run("publish", write_skill(isolated / f"src-{v}", "demo", v))
-    assert as_json(run("remove", "demo@1.1.0", "--yes", "--format", "json"))["version"] == "1.1.0"
+    assert as_json(run("registry", "remove", "demo@1.1.0", "--yes", "--format", "json"))["version"] == "1.1.0"
     run("pull", "demo@1.0.0", "-o", "v")
-    assert "yank it instead" in error_line(run("remove", "demo@1.0.0", "--yes", ok=False))
-    # without --yes it asks; "n" aborts without removing
-    r = CliRunner().invoke(cli, ["remove", "demo@1.0.0"], input="n\n")
-    assert r.exit_code == 1 and "Aborted" in r.output
+    assert "yank it instead" in error_line(run("registry", "remove", "demo@1.0.0", "--yes", ok=False))
+    # without --yes and without a terminal to ask on: one line naming --yes, nothing removed
+    r = CliRunner().invoke(cli, ["registry", "remove", "demo@1.0.0"], input="y\n")
+    assert r.exit_code == 2 and "pass --yes" in r.output and "Aborted" not in r.output
+    # a version that is not there is said before anything is asked
+    r = CliRunner().invoke(cli, ["registry", "remove", "demo@9.9.9"])
+    assert r.exit_code == 1 and "9.9.9" in r.output and "pass --yes" not in r.output
     assert [v["version"] for v in as_json(run("versions", "demo", "--format", "json"))] == ["1.0.0"]
+    # the project command of that name points to the registry's
+    r = CliRunner().invoke(cli, ["remove", "demo@1.0.0"])
+    assert r.exit_code == 2 and "skillctl registry remove demo@1.0.0" in r.output
 
 
 def test_registry_verify_clean_and_gc(isolated: Path) -> None:
     run("publish", write_skill(isolated / "a", "demo", "1.0.0"))
     run("publish", write_skill(isolated / "b", "demo", "1.1.0"))
     assert as_json(run("registry", "verify", "--format", "json")) == {"registry": str(isolated / "registry"), "ok": True, "problems": []}
-    run("remove", "demo@1.1.0", "--yes")
+    run("registry", "remove", "demo@1.1.0", "--yes")
     verify = as_json(run("registry", "verify", "--format", "json"))
     assert verify["ok"] is True and [p["kind"] for p in verify["problems"]] == ["orphan"]
     assert as_json(run("registry", "gc", "--format", "json"))["removed"] == []  # within the grace period
@@ -349,6 +321,11 @@ def _project(isolated: Path, requirements: str) -> None:
     (isolated / "skills.yaml").write_text(requirements)
 
 
+def skill_tree(folder: Path) -> dict:
+    """An installed skill's files, without the marker install adds."""
+    return {rel: v for rel, v in tree(folder).items() if rel != MARKER}
+
+
 def test_lock_then_frozen_install(isolated: Path) -> None:
     _project(isolated, "skills:\n  alpha: ^1\n  beta: ~0.3\n")
     locked = as_json(run("lock", "--format", "json"))
@@ -356,13 +333,14 @@ def test_lock_then_frozen_install(isolated: Path) -> None:
     before = (isolated / "skills.lock").read_bytes()
     installed = as_json(run("install", "--frozen", "-o", "vendor", "--format", "json"))
     assert [(i["name"], i["version"]) for i in installed] == [("alpha", "1.1.0"), ("beta", "0.3.0")]
-    assert tree(isolated / "vendor" / "alpha") == tree(isolated / "src-alpha-1.1.0" / "alpha")
+    assert skill_tree(isolated / "vendor" / "alpha") == tree(isolated / "src-alpha-1.1.0" / "alpha")
+    assert (isolated / "vendor" / "alpha" / MARKER).is_file()  # what sync and remove recognise as theirs
     assert (isolated / "skills.lock").read_bytes() == before  # --frozen never rewrites the lock
     run("install", "--frozen", "-o", "vendor")  # idempotent
     # a new release does not change a frozen install
     run("publish", write_skill(isolated / "src-alpha-1.2.0", "alpha", "1.2.0"))
     run("install", "--frozen", "-o", "vendor2")
-    assert tree(isolated / "vendor2" / "alpha") == tree(isolated / "src-alpha-1.1.0" / "alpha")
+    assert skill_tree(isolated / "vendor2" / "alpha") == tree(isolated / "src-alpha-1.1.0" / "alpha")
 
 
 def test_frozen_install_fails_without_a_lock(isolated: Path) -> None:
@@ -379,7 +357,7 @@ def test_frozen_install_fails_when_the_lock_is_stale(isolated: Path) -> None:
     assert not (isolated / "v").exists()
     # without --frozen the stale lock is updated, then installed
     r = run("install", "-o", "v")
-    assert "updating stale skills.lock" in r.stderr
+    assert "updated stale skills.lock" in r.stderr
     assert sorted(p.name for p in (isolated / "v").iterdir()) == ["alpha", "beta"]
     run("install", "--frozen", "-o", "v")
 
@@ -424,7 +402,7 @@ def test_a_version_over_the_bound_is_one_line_in_every_command(isolated: Path) -
     _project(isolated, "skills:\n  alpha: ^99999999999999999999\n")
     bound = "is over 9007199254740991 (2^53-1)"
     for ref in (f"alpha@{HUGE}", "alpha@^99999999999999999999", "alpha@<99999999999999999999", "alpha@1.0.0-rc.99999999999999999999"):
-        for command in (["show", ref], ["versions", ref], ["pull", ref, "-o", "out"], ["yank", ref], ["unyank", ref], ["remove", "--yes", ref]):
+        for command in (["show", ref], ["versions", ref], ["pull", ref, "-o", "out"], ["yank", ref], ["unyank", ref], ["registry", "remove", "--yes", ref]):
             assert bound in error_line(run(*command, ok=False)), command
     assert bound in error_line(run("lock", ok=False))
     (isolated / "skills.yaml").write_text(f"skills:\n  alpha: {HUGE}\n")

@@ -23,6 +23,7 @@ from skillctl.errors import CONTEXT_TOO_LONG_MESSAGE
 from skillctl.runtime.transcript import rebuild_requests
 from skillctl.sandbox.reaper import Owner
 from skillctl.sandbox.settings import LABEL_MANAGED, LABEL_OWNER
+from tools import MEASURE
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_SCRIPT = REPO / "examples" / "demo" / "demo.script.yaml"
@@ -217,19 +218,6 @@ class MeasuredRun:
     peak_mib: float  # the skillctl process's own peak resident memory
     seconds: float
     pid: int
-
-
-# Runs a command and writes "PID PEAK_KIB" of it to the file named first. Why a go-between: on
-# Linux a process's ru_maxrss starts at the peak of the process it was forked from (and survives
-# exec), so a child of the test process would report this test session's size, not its own.
-MEASURE = """\
-import os, subprocess, sys
-proc = subprocess.Popen(sys.argv[2:])
-_, status, usage = os.wait4(proc.pid, 0)
-with open(sys.argv[1], "w") as fh:
-    fh.write(f"{proc.pid} {usage.ru_maxrss}")
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
 
 
 def measured_run(env, tmp_path: Path, steps: list, *args: str) -> MeasuredRun:

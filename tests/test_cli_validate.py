@@ -21,6 +21,7 @@ SUMMARY_RE = re.compile(
     r"(?P<errors>\d+) errors?, (?P<warnings>\d+) warnings?(?P<strict> \(--strict: warnings fail\))?$"
 )
 DIAGNOSTIC_KEYS = ["code", "severity", "file", "line", "column", "message"]
+VERSIONED = 'metadata:\n  version: "1.0.0"\n'
 
 
 def write_skill(root: Path, folder: str, front_matter: str, body: str = "\n# Demo\n\nDo the thing.\n") -> Path:
@@ -32,10 +33,11 @@ def write_skill(root: Path, folder: str, front_matter: str, body: str = "\n# Dem
 
 @pytest.fixture
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """skills/good (clean), skills/warn (one warning), skills/bad (two errors)."""
+    """skills/good (clean), skills/warn (one warning), skills/bad (two errors). The first two declare
+    a version, so they get no SK303 note (publish would take them as they are)."""
     monkeypatch.chdir(tmp_path)
-    write_skill(tmp_path, "skills/good", "name: good\ndescription: A clean skill.\n")
-    write_skill(tmp_path, "skills/warn", "name: warn\ndescription: Refers to a missing script.\n", "\nRun `scripts/go.sh`.\n")
+    write_skill(tmp_path, "skills/good", f"name: good\ndescription: A clean skill.\n{VERSIONED}")
+    write_skill(tmp_path, "skills/warn", f"name: warn\ndescription: Refers to a missing script.\n{VERSIONED}", "\nRun `scripts/go.sh`.\n")
     write_skill(tmp_path, "skills/bad", "name: Bad\ndescription: Wrong name.\nversion: 1.0.0\n")
     return tmp_path
 
@@ -57,7 +59,7 @@ def test_text_lines_and_summary(tree: Path) -> None:
         ("skills/bad/SKILL.md", "2", "7", "SK104", "error"),
         ("skills/bad/SKILL.md", "2", "7", "SK107", "error"),
         ("skills/bad/SKILL.md", "4", "1", "SK161", "error"),  # at the key: the field is unknown
-        ("skills/warn/SKILL.md", "6", "6", "SK211", "warning"),
+        ("skills/warn/SKILL.md", "8", "6", "SK211", "warning"),  # below the two lines of VERSIONED
     ]
     m = SUMMARY_RE.match(summary)
     assert m, summary
@@ -172,8 +174,50 @@ def test_help_documents_format_and_exit_status() -> None:
 def test_messages_with_control_characters_stay_on_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # a key holding a newline must not split a diagnostic in two (or forge a second one)
     monkeypatch.chdir(tmp_path)
-    write_skill(tmp_path, "demo", 'name: demo\ndescription: d\n"x\\nfake/SKILL.md:1:1: SK001 error forged": 1\n')
+    write_skill(tmp_path, "demo", 'name: demo\ndescription: d\n"x\\nfake/SKILL.md:1:1: SK001 error forged": 1\n' + VERSIONED)
     result = invoke("validate", "demo")
     *lines, _ = result.stdout.strip().splitlines()
     assert len(lines) == 1 and LINE_RE.match(lines[0])["code"] == "SK161"
     assert "\\n" in lines[0]
+
+
+# --------------------------------------------------- SK303: what publish would refuse (a version)
+
+
+def test_a_skill_without_a_version_gets_a_note_that_never_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_skill(tmp_path, "demo", "name: demo\ndescription: A demo.\n")
+    result = invoke("validate", "demo")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == [
+        "demo/SKILL.md:1:1: SK303 info no metadata.version, so pack and publish refuse this skill: add metadata.version "
+        "to SKILL.md (skillctl version demo 0.1.0) or pass --version",
+        "ok: 1 checked, 1 valid, 0 invalid; 0 errors, 0 warnings, 1 note",
+    ]
+    assert invoke("validate", "--strict", "demo").exit_code == 0  # a note, documented: --strict does not fail on it
+    [report] = json.loads(invoke("validate", "--format", "json", "demo").stdout)
+    assert [(d["code"], d["severity"]) for d in report["diagnostics"]] == [("SK303", "info")] and report["valid"]
+    assert "::notice file=demo/SKILL.md,line=1,col=1,title=SK303::" in invoke("validate", "--format", "github", "demo").stdout
+
+
+@pytest.mark.parametrize("front, publishable", [
+    ("name: demo\ndescription: A demo.\n", False),
+    ("name: demo\ndescription: A demo.\nmetadata:\n  author: me\n", False),
+    ('name: demo\ndescription: A demo.\nmetadata:\n  version: "1.0"\n', True),  # read as 1.0.0 (SK301)
+    ('name: demo\ndescription: A demo.\nmetadata:\n  version: "2.1.0"\n', True),
+    ('name: demo\ndescription: A demo.\nversion: "1.0.0"\n', False),  # OpenClaw's field: publish reads metadata.version
+])
+def test_validate_notes_exactly_the_skills_publish_refuses_for_want_of_a_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, front: str, publishable: bool
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SKILLCTL_REGISTRY", str(tmp_path / "registry"))
+    write_skill(tmp_path, "demo", front)
+    [report] = json.loads(invoke("validate", "--profile", "openclaw", "--format", "json", "demo").stdout)
+    noted = any(d["code"] == "SK303" for d in report["diagnostics"])
+    published = invoke("publish", "--profile", "openclaw", "demo")
+    assert (published.exit_code == 0) == publishable and noted == (not publishable), published.output
+    if not publishable:
+        assert "no version" in published.stderr
+    if "\nversion:" in front:  # the note says why a version that is there does not count
+        assert any("OpenClaw reads the top-level version" in d["message"] for d in report["diagnostics"])

@@ -19,42 +19,25 @@ every bundle as hostile until each member has passed the rules in ``paths``, ``m
     zip_bundle(contents)           → the canonical zip with one top folder (an API download)
 """
 
-from skillctl.bundle.archive import ARCHIVE, ARTIFACT_TYPES, BUNDLE, SKILL_MD, archive_tar_gz, read_artifact
-from skillctl.bundle.canonical import DEFAULT_MTIME
-from skillctl.bundle.collect import IGNORE_FILE, BundleFile, collect_files
-from skillctl.bundle.digest import sha256_digest
-from skillctl.bundle.extract import extract_bundle, write_contents
-from skillctl.bundle.limits import BundleLimits
-from skillctl.bundle.pack import BUNDLE_SUFFIX, PackedBundle, bundle_filename, pack, repack, write_bundle
-from skillctl.bundle.read import BundleContents, BundleRejected, read_bundle, read_bundle_file
-from skillctl.bundle.upload import read_file_parts, read_zip_bundle, zip_bundle
+# Names -> the submodule that defines them, imported on first use (PEP 562): a command that only
+# reads a lock or plans a sync (``skillctl sync`` with nothing to do) does not pay for the packer,
+# the archive readers and the skill validator they pull in.
+from skillctl.lazy import lazy_exports
 
-__all__ = [
-    "ARCHIVE",
-    "ARTIFACT_TYPES",
-    "BUNDLE",
-    "SKILL_MD",
-    "archive_tar_gz",
-    "read_artifact",
-    "BUNDLE_SUFFIX",
-    "DEFAULT_MTIME",
-    "IGNORE_FILE",
-    "BundleContents",
-    "BundleFile",
-    "BundleLimits",
-    "BundleRejected",
-    "PackedBundle",
-    "bundle_filename",
-    "collect_files",
-    "extract_bundle",
-    "pack",
-    "read_bundle",
-    "read_bundle_file",
-    "read_file_parts",
-    "read_zip_bundle",
-    "repack",
-    "sha256_digest",
-    "write_bundle",
-    "write_contents",
-    "zip_bundle",
-]
+_WHERE = {
+    "archive": ("ARCHIVE", "ARTIFACT_TYPES", "BUNDLE", "SKILL_MD", "archive_tar_gz", "read_artifact"),
+    "canonical": ("DEFAULT_MTIME",),
+    "collect": ("IGNORE_FILE", "BundleFile", "collect_files"),
+    "digest": ("sha256_digest",),
+    "extract": ("extract_bundle", "write_contents"),
+    "limits": ("BundleLimits",),
+    "pack": ("BUNDLE_SUFFIX", "PackedBundle", "bundle_filename", "pack", "repack", "write_bundle"),
+    "read": ("BundleContents", "BundleRejected", "read_bundle", "read_bundle_file"),
+    "upload": ("read_file_parts", "read_zip_bundle", "zip_bundle"),
+}
+__getattr__, __all__ = lazy_exports(__name__, globals(), _WHERE)
+
+# The submodule ``pack`` shares its name with its function: importing the submodule first (anyone's
+# ``from skillctl.bundle.pack import …``) would set this package's attribute ``pack`` to the
+# module, which then shadows the function. Bound now, the function wins.
+from skillctl.bundle.pack import pack  # noqa: E402

@@ -20,7 +20,7 @@ from skillctl.bundle.limits import BundleLimits
 from skillctl.bundle.paths import is_within_directory
 from skillctl.bundle.read import BundleContents, read_bundle
 from skillctl.errors import BundleError
-from skillctl.fsutil import fsync_dir
+from skillctl.fsutil import fsync_dir, walk_no_links
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -30,32 +30,21 @@ def _same_tree(folder: Path, contents: BundleContents) -> bool:
     same modes, and nothing else (no links, no extra files)."""
     seen_files: set[str] = set()
     seen_dirs: set[str] = set()
-    pending = [""]
-    while pending:
-        rel_dir = pending.pop()
-        try:
-            with os.scandir(folder / rel_dir if rel_dir else folder) as it:
-                entries = list(it)
-        except OSError:
-            return False
-        for entry in entries:
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            st = entry.stat(follow_symlinks=False)
+    try:
+        for rel, st in walk_no_links(folder):
             if stat.S_ISDIR(st.st_mode):
                 seen_dirs.add(rel)
-                pending.append(rel)
             elif stat.S_ISREG(st.st_mode):
                 expected = contents.files.get(rel)
                 if expected is None or st.st_size != len(expected) or stat.S_IMODE(st.st_mode) != contents.mode(rel):
                     return False
-                try:
-                    if (folder / rel).read_bytes() != expected:
-                        return False
-                except OSError:
+                if (folder / rel).read_bytes() != expected:
                     return False
                 seen_files.add(rel)
             else:
                 return False
+    except OSError:
+        return False
     return seen_files == set(contents.files) and seen_dirs == set(contents.dirs)
 
 

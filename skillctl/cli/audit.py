@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from skillctl.cli.common import emit_json, open_registry_for_cli, progress, registry_option
+from skillctl.cli.common import emit_json, progress, registry_opener, registry_option
 from skillctl.errors import SkillctlError
 
 _FAIL_CHOICES = ["info", "low", "medium", "high", "critical", "none"]
@@ -70,9 +70,14 @@ def audit_cmd(targets: tuple[str, ...], fmt: str, fail_on: str, min_severity: st
     use_allowlist = not no_allowlist
     reports, problems = audit_paths(paths, rules=rules, use_allowlist=use_allowlist)
     if refs:
-        registry = open_registry_for_cli(registry_url)
+        try:
+            registry = registry_opener(registry_url)()
+        except SkillctlError as exc:  # no registry (nothing is created): a problem of every ref, reported with the rest
+            registry, unopened = None, exc
         for ref in refs:
             try:
+                if registry is None:
+                    raise unopened
                 reports.append(audit_ref(registry, ref, rules=rules, use_allowlist=use_allowlist))
             except SkillctlError as exc:
                 problems.append(AuditProblem(ref, f"not a file or folder here, and not auditable from the registry: {exc}"))

@@ -149,17 +149,44 @@ def registry_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return _registry_url_option(registry_access_options(f))
 
 
-def registry_opener(url: str | None, **options: Any) -> Callable[[], Registry]:
+def registry_origin(param: str = "registry_url", option: str = "--registry") -> str:
+    """Where this command's registry came from, as ``NoRegistryError`` names it: ``option``
+    (typed on the command line), ``SKILLCTL_REGISTRY`` (its environment variable) or ``default``."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context(silent=True)
+    source = ctx.get_parameter_source(param) if ctx is not None else None
+    if source is ParameterSource.ENVIRONMENT:
+        return "SKILLCTL_REGISTRY"
+    if source in (None, ParameterSource.DEFAULT):
+        return "default"
+    return option
+
+
+def registry_opener(url: str | None, *, origin: str | None = None, create: bool = False, **options: Any) -> Callable[[], Registry]:
     """A function that opens the registry ``url`` with this command's access options (from
     --insecure, --username, --password-stdin, --token-stdin), callable later and from any
-    thread: for commands that need a client per thread (``serve``)."""
+    thread: for commands that need a client per thread (``serve``). Only with ``create`` may a
+    missing folder registry become a new one, which is said on stderr; otherwise the error names
+    where the path came from (``origin``, by default this command's --registry)."""
+    from skillctl.errors import NoRegistryError
     from skillctl.registry import open_registry
 
     access = given_access()
     for key in ("insecure", "username", "password", "token"):
         if access.get(key):
             options.setdefault(key, access[key])
-    return lambda: open_registry(url, **options)
+    if create:
+        options.setdefault("on_create", lambda path: progress(f"created registry at {path}"))
+    came_from = origin if origin is not None else registry_origin()
+
+    def opened() -> Registry:
+        try:
+            return open_registry(url, create=create, **options)
+        except NoRegistryError as exc:
+            raise NoRegistryError(exc.path, came_from) from None
+
+    return opened
 
 
 def given_access() -> dict[str, Any]:
@@ -177,8 +204,9 @@ def refuse_token_stdin(what: str) -> None:
                                "set SKILLCTL_SITE_TOKEN instead")
 
 
-def open_registry_for_cli(url: str | None, **options: Any) -> Registry:
+def open_registry_for_cli(url: str | None, *, origin: str | None = None, create: bool = False, **options: Any) -> Registry:
+    """The registry ``url`` as a command opens it: see ``registry_opener``."""
     try:
-        return registry_opener(url, **options)()
+        return registry_opener(url, origin=origin, create=create, **options)()
     except SkillctlError as exc:
         raise click.ClickException(str(exc)) from exc

@@ -40,8 +40,9 @@ def copy_cmd(ref: str, src_url: str, dst_url: str, prereleases: bool, fmt: str) 
     if given_access().get("token") and not (is_site(src_url) or is_site(dst_url)):
         raise click.UsageError("--token-stdin is the key of a well-known site (https://HOST), and neither --from nor --to is one")
     # The key is for the site side; token=None keeps it from the other side, which would refuse it.
-    source = open_registry_for_cli(src_url, create=False, **({} if is_site(src_url) else {"token": None}))
-    target = open_registry_for_cli(dst_url, **({} if is_site(dst_url) else {"token": None}))
+    # Only the target may be made new (and the command says so); a missing source is an error.
+    source = open_registry_for_cli(src_url, origin="--from", **({} if is_site(src_url) else {"token": None}))
+    target = open_registry_for_cli(dst_url, create=True, **({} if is_site(dst_url) else {"token": None}))
 
     def show(res) -> None:
         if fmt == "text":

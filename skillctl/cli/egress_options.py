@@ -64,7 +64,7 @@ def egress_spec(lock_path: Path | None, sandbox_name: str) -> dict[str, Any]:
     error."""
     from skillctl.cli.common import progress
     from skillctl.egress.policy import choose_policy
-    from skillctl.registry.lockfile import project_file
+    from skillctl.project.spec import project_file
 
     opts = click.get_current_context().meta.get(_KEY, {})
     policy = choose_policy(opts.get("network_policy"), project_file(lock_path), opts.get("allow_domain", ()),
@@ -74,7 +74,7 @@ def egress_spec(lock_path: Path | None, sandbox_name: str) -> dict[str, Any]:
         if extra:
             given = ", ".join(f"--{name.replace('_', '-')}" for name in extra)
             raise click.UsageError(f"{given} need(s) a network: add --allow-domain or --network-policy")
-        return {}
+        return {"network": policy}  # decided here: the library must not apply the project's again
     if sandbox_name != "docker":
         raise click.UsageError("network egress needs --sandbox docker (the local sandbox has the host's whole network)")
     return {"network": policy, **extra}

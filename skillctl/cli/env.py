@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -33,7 +34,7 @@ def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Pat
     from skillctl.env.declare import Declarations, project_declarations, skill_declarations
     from skillctl.env.imports import folder_reader
     from skillctl.env.prepare import declarations_of
-    from skillctl.registry.lockfile import load_requirements
+    from skillctl.project.spec import load_project
 
     decl = Declarations()
     refs_in_registry = []
@@ -50,16 +51,16 @@ def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Pat
         reg = open_registry_for_cli(registry_url)
         decl = decl + declarations_of([reg.resolve(r) for r in refs_in_registry], reg)
     if req_path is not None:  # the project's declarations merge last
-        decl = decl + project_declarations(load_requirements(req_path).environment, str(req_path))
+        decl = decl + project_declarations(load_project(req_path).environment, str(req_path))
     return decl
 
 
 def _locked(lock_path: Path):
     from skillctl.env.prepare import locked_environment
     from skillctl.errors import EnvError
-    from skillctl.registry.lockfile import read_lock
+    from skillctl.project.lock import read_lock
 
-    env = locked_environment(read_lock(lock_path), lock_path)
+    env = locked_environment(read_lock(lock_path).environment, lock_path)
     if env is None:
         raise EnvError(f"{lock_path} has no environment section: nothing its skills or skills.yaml declare needs one")
     return env
@@ -230,6 +231,7 @@ def prune(everything, bases, lock_paths, keep_within, dry_run, image, fmt) -> No
     agent image go. JSON: {dry_run, removed: [{id, tags, packages, reason}], kept: [...]}.
     """
     from skillctl.env.images import apply_prune, image_id, locked_files, plan_prune
+    from skillctl.project.lock import read_lock
     from skillctl.env.resolve import uv_binary, uv_version
     from skillctl.sandbox.client import docker_client
 
@@ -245,7 +247,7 @@ def prune(everything, bases, lock_paths, keep_within, dry_run, image, fmt) -> No
             current = None  # no current agent image: every environment image is outdated
     paths = list(lock_paths) or [p for p in [Path("skills.lock")] if p.is_file()]
     plan = plan_prune(client, current_base=current, bases=[image_id(client, b) for b in bases],
-                      locks=locked_files(paths), keep_within_s=keep_within, everything=everything,
+                      locks=locked_files([(p, read_lock(p).environment) for p in paths]), keep_within_s=keep_within, everything=everything,
                       uv=uv_version(uv_binary()))
     done = plan if dry_run else apply_prune(client, plan)
     removed = [d for d in done if d.remove]
@@ -262,31 +264,54 @@ def prune(everything, bases, lock_paths, keep_within, dry_run, image, fmt) -> No
 
 
 @env_group.command("infer")
-@click.argument("skill", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.argument("skill")
 @click.option("--as", "style", type=click.Choice(["pep723", "requirements"]), default="pep723", show_default=True,
               help="Print a PEP 723 block to paste at the top of a script, or requirements.txt lines.")
+@registry_option
 @format_option
 @library_errors
-def infer(skill, style, fmt) -> None:
-    """Suggest the declaration for SKILL (a folder): what it declares plus what its scripts
-    import that nothing declares (by the import-name → distribution map; stdlib and the
-    skill's own modules left out). Review the result: versions are for you to bound."""
+def infer(skill, style, registry_url, fmt) -> None:
+    """Suggest the declaration for SKILL (a folder, or a registry reference NAME[@RANGE]): what it
+    declares plus what its scripts import that nothing declares (by the import-name →
+    distribution map; stdlib and the skill's own modules left out). Review the result: versions
+    are for you to bound."""
+    import tempfile
+
     from skillctl.bundle import collect_files
     from skillctl.env.imports import infer as infer_imports
 
-    files = [f.path for f in collect_files(skill)]
-    result = infer_imports(skill, skill.resolve().name, files)
-    if fmt == "json":
-        emit_json({
-            "declared": list(result.declared), "missing": list(result.missing),
-            "imports": [{"module": u.module, "distribution": u.distribution, "file": u.file, "line": u.line}
-                        for u in result.uses],
-            "pep723": result.pep723_block(), "requirements": result.requirements(),
-        })
-        return
-    if style == "requirements":
-        click.echo("\n".join(result.requirements()))
-    else:
-        click.echo(result.pep723_block(), nl=False)
-    for u in result.uses:
-        progress(f"{skill}/{u.file}:{u.line}: imports {u.module} -> {u.distribution}")
+    with tempfile.TemporaryDirectory(prefix="skillctl-infer-") as tmp:
+        folder, shown = _skill_folder(skill, registry_url, Path(tmp))
+        files = [f.path for f in collect_files(folder)]
+        result = infer_imports(folder, Path(os.path.abspath(folder)).name, files)
+        if fmt == "json":
+            emit_json({
+                "declared": list(result.declared), "missing": list(result.missing),
+                "imports": [{"module": u.module, "distribution": u.distribution, "file": u.file, "line": u.line}
+                            for u in result.uses],
+                "pep723": result.pep723_block(), "requirements": result.requirements(),
+            })
+            return
+        if style == "requirements":
+            click.echo("\n".join(result.requirements()))
+        else:
+            click.echo(result.pep723_block(), nl=False)
+        for u in result.uses:
+            progress(f"{shown}/{u.file}:{u.line}: imports {u.module} -> {u.distribution}")
+
+
+def _skill_folder(skill: str, registry_url: str | None, scratch: Path) -> tuple[Path, str]:
+    """(a folder holding SKILL's files, how to name it in messages): the folder itself, or a
+    registry reference's version fetched, checked and written into ``scratch``."""
+    folder = Path(skill)
+    if folder.is_dir():
+        return folder, skill
+    if "/" in skill or skill.startswith("."):
+        raise click.UsageError(f"{skill}: no such folder; give a skill folder or a registry reference (NAME[@RANGE])")
+    from skillctl.bundle import read_artifact, write_contents
+
+    reg = open_registry_for_cli(registry_url)
+    with reg:
+        rec = reg.resolve(skill)
+        contents = read_artifact(reg.fetch(rec), rec.artifact_type, expected_name=rec.name, source=f"{rec.name}@{rec.version}")
+    return write_contents(contents, scratch, durable=False), f"{rec.name}@{rec.version}"

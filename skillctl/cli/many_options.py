@@ -64,7 +64,7 @@ def run_settings(registry: str | None, o: dict[str, Any]) -> Any:
 def current_project() -> Path | None:
     """The skills.yaml in the current folder, when there is one: its trust policy applies to
     the runs' skills, as it does for ``skillctl run``."""
-    from skillctl.registry.lockfile import project_file
+    from skillctl.project.spec import project_file
 
     project = project_file()
     return project if project.is_file() else None

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from skillctl.cli.common import emit_json, exclude_option, format_option, library_errors, progress
+from skillctl.cli.profile_option import profile_option
 from skillctl.errors import SkillctlError
 
 
@@ -34,15 +35,21 @@ def skill_folders(paths: tuple[Path, ...], exclude: tuple[str, ...] = ()) -> lis
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True, help="Folder for the .skill.tgz files.")
 @click.option("--version", "version", help="Version to pack as, when SKILL.md has no metadata.version.")
+@click.option("--dry-run", is_flag=True,
+              help="Write nothing: list each skill with its version, files, sizes and digests, and whether its bundle "
+              "would be new, unchanged, changed (replacing another file of that name) or refused (and why).")
+@profile_option
 @exclude_option
 @format_option
 @library_errors
-def pack_cmd(paths: tuple[Path, ...], out_dir: Path, version: str | None, exclude: tuple[str, ...], fmt: str) -> None:
+def pack_cmd(paths: tuple[Path, ...], out_dir: Path, version: str | None, dry_run: bool, profile: str, exclude: tuple[str, ...],
+             fmt: str) -> None:
     """Validate and pack skills into reproducible NAME-VERSION.skill.tgz bundles.
 
     PATH is a skill folder or a folder searched for skills, as `validate` searches it (hidden
     client folders such as .claude/skills included; --exclude leaves folders out). An invalid
-    skill is refused with its diagnostics. The same content always gives the same bytes (sorted entries, fixed mtime from
+    skill is refused with its diagnostics (--profile: a client's documented fields are valid
+    too). The same content always gives the same bytes (sorted entries, fixed mtime from
     SOURCE_DATE_EPOCH or 1980-01-01, uid/gid 0, modes 0644/0755). A .skillignore (gitignore
     syntax) leaves files out. Prints the sha256 of the archive and of the uncompressed tar.
     """
@@ -50,11 +57,18 @@ def pack_cmd(paths: tuple[Path, ...], out_dir: Path, version: str | None, exclud
     from skillctl.registry.prepare import prepare_skill
     from skillctl.skill import check_skill
 
+    folders = skill_folders(paths, exclude)
+    if dry_run:
+        from skillctl.cli.dry_run import show_plan
+        from skillctl.registry.plan import plan_pack, prepare_each
+
+        show_plan(plan_pack(prepare_each(folders, version=version, profile=profile), out_dir), fmt, {"out": str(out_dir)})
+        return
     results = []
     failed = 0
-    for folder in skill_folders(paths, exclude):
+    for folder in folders:
         # Every diagnostic of an invalid skill, not just the first: the author fixes all at once.
-        report = check_skill(folder)
+        report = check_skill(folder, profile=profile)
         if report.skill is None:
             failed += 1
             for diag in report.errors or report.diagnostics:

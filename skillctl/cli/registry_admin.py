@@ -1,4 +1,4 @@
-"""``skillctl registry verify|gc|rebuild-index``: maintenance of a registry."""
+"""``skillctl registry init|verify|gc|rebuild-index|remove``: making and maintaining a registry."""
 
 from __future__ import annotations
 
@@ -6,12 +6,44 @@ import sys
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, progress, registry_option
+from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, progress, registry_option, registry_origin
+from skillctl.errors import NoRegistryError
 
 
 @click.group("registry")
 def registry_group() -> None:
-    """Maintain a registry (verify integrity, collect garbage, rebuild a lost index)."""
+    """Make and maintain a registry (create one, verify integrity, collect garbage, rebuild a lost index, delete a version)."""
+
+
+@registry_group.command("init")
+@registry_option
+@format_option
+@library_errors
+def init(registry_url: str | None, fmt: str) -> None:
+    """Create an empty folder registry, e.g. for `skillctl serve` to take uploads into.
+
+    `publish` creates a missing registry too; no other command does (they refuse in one line).
+    An existing registry is left as it is. OCI registries and sites need no init here."""
+    from skillctl.errors import UnsupportedError
+    from skillctl.registry import default_registry_url
+
+    url = registry_url or default_registry_url()
+    if url.startswith(("oci://", "https://", "http://")):
+        raise UnsupportedError(f"only a folder registry is made by skillctl; {url} keeps its own storage (an OCI registry "
+                               "makes a repository on the first publish, a site is written by skillctl site)")
+    created: list[str] = []
+
+    def made(path: str) -> None:
+        created.append(path)
+        if fmt == "text":
+            progress(f"created registry at {path}")
+
+    reg = open_registry_for_cli(registry_url, create=True, on_create=made)
+    with reg:
+        if fmt == "json":
+            emit_json({"registry": reg.url, "created": bool(created)})
+        elif not created:
+            click.echo(f"{reg.url} is a registry already; left as it is")
 
 
 @registry_group.command("verify")
@@ -21,7 +53,7 @@ def registry_group() -> None:
 def verify(registry_url: str | None, fmt: str) -> None:
     """Re-hash every blob and check the index. Exit 1 on any missing or corrupt blob, and on a
     missing, empty or damaged index."""
-    reg = open_registry_for_cli(registry_url, create=False, allow_damaged=True)
+    reg = open_registry_for_cli(registry_url, allow_damaged=True)
     problems = reg.verify()
     errors = [p for p in problems if p.severity == "error"]
     if fmt == "json":
@@ -44,7 +76,7 @@ def gc(dry_run: bool, grace: int, registry_url: str | None, fmt: str) -> None:
 
     Refused on a registry whose index is missing or damaged: it could not tell which blobs are
     in use (see `registry verify` and `registry rebuild-index`)."""
-    reg = open_registry_for_cli(registry_url, create=False)
+    reg = open_registry_for_cli(registry_url)
     removed = reg.gc(dry_run=dry_run, grace_s=grace)
     if fmt == "json":
         emit_json({"registry": reg.url, "dry_run": dry_run, "removed": removed})
@@ -70,7 +102,10 @@ def rebuild_index(registry_url: str | None, fmt: str) -> None:
     from skillctl.registry import rebuild_index as rebuild
     from skillctl.registry.rebuild import NOT_RECOVERABLE
 
-    report = rebuild(registry_url, progress=progress)
+    try:
+        report = rebuild(registry_url, progress=progress)
+    except NoRegistryError as exc:  # said as every command says it: where the path came from
+        raise NoRegistryError(exc.path, registry_origin()) from None
     if fmt == "json":
         emit_json(report.to_dict())
         return
@@ -86,3 +121,28 @@ def rebuild_index(registry_url: str | None, fmt: str) -> None:
     if report.old_index:
         click.echo(f"the old index is kept as {report.old_index}")
     click.echo("not recoverable from blobs: " + "; ".join(NOT_RECOVERABLE))
+
+
+@registry_group.command("remove")
+@click.argument("ref")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
+@registry_option
+@format_option
+@library_errors
+def remove(ref: str, yes: bool, registry_url: str | None, fmt: str) -> None:
+    """Delete NAME@VERSION — only if it was never fetched or locked.
+
+    Once anyone may depend on a version (it was pulled, installed, run or written into a
+    skills.lock), it can only be yanked. This keeps every lockfile ever written reproducible.
+    """
+    from skillctl.registry.refs import require_exact
+
+    require_exact(ref, "registry remove")
+    reg = open_registry_for_cli(registry_url)
+    rec = reg.resolve_record(ref)  # a version that is not there fails here, before any question
+    if not yes:
+        if not sys.stdin.isatty():
+            raise click.UsageError(f"registry remove {ref}: no terminal to confirm on; pass --yes to delete it")
+        click.confirm(f"remove {rec.name}@{rec.version} from {reg.url}?", abort=True, err=True)
+    rec = reg.remove(ref)
+    emit_json(rec.to_dict()) if fmt == "json" else click.echo(f"removed {rec.name}@{rec.version} (run `skillctl registry gc` to free its blob)")

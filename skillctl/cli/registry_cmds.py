@@ -1,4 +1,5 @@
-"""Registry commands: publish, list, show, versions, pull, yank, unyank, remove."""
+"""Registry commands: list, show, versions, pull, yank, unyank (publish: ``cli/publish.py``; deleting a
+version: ``skillctl registry remove``)."""
 
 from __future__ import annotations
 
@@ -7,90 +8,13 @@ from pathlib import Path
 
 import click
 
-from skillctl.cli.common import emit_json, exclude_option, format_option, library_errors, open_registry_for_cli, progress, registry_option
-from skillctl.errors import SkillctlError
+from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, registry_option
 
 
 def _when(ts: int) -> str:
     if not ts:  # a well-known site publishes no dates
         return "unknown"
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M")
-
-
-def _publish_inputs(paths: tuple[Path, ...], exclude: tuple[str, ...] = ()) -> list[Path]:
-    """Bundle files as given; folders expanded to the skills they hold."""
-    from skillctl.cli.pack import skill_folders
-
-    out: list[Path] = []
-    for p in paths:
-        if p.is_file() and p.name != "SKILL.md":
-            out.append(p)
-        else:
-            out += skill_folders((p,), exclude)
-    return out
-
-
-@click.command("publish")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("--version", "version", help="Version to publish as, when SKILL.md has no metadata.version.")
-@click.option("--sign", "sign_key", type=click.Path(dir_okay=False, path_type=Path), metavar="NAME.key",
-              help="Sign each published version with this private key (see skillctl sign).")
-@exclude_option
-@registry_option
-@format_option
-@library_errors
-def publish(paths: tuple[Path, ...], version: str | None, sign_key: Path | None, exclude: tuple[str, ...], registry_url: str | None,
-            fmt: str) -> None:
-    """Publish skill folders or .skill.tgz bundles to the registry.
-
-    Folders are validated and packed on the fly; a folder of many skills publishes each one
-    (found as `validate` finds them; --exclude leaves folders out).
-    Publishing identical content again is a no-op ("unchanged"), so publishing a whole
-    repository publishes exactly what changed. A version is immutable: other content under an
-    existing version is refused — bump the version (skillctl version PATH patch).
-
-    With --sign, each version (also an unchanged one) gets a signed attestation: a DSSE envelope
-    with an in-toto statement naming the bundle, the git repository and commit of its folder,
-    and the audit summary.
-    """
-    from skillctl.registry.prepare import prepare_path
-
-    key = None
-    if sign_key is not None:  # a bad key is refused before anything is published
-        from skillctl.trust.keys import load_signing_key
-
-        key = load_signing_key(sign_key)
-    reg = open_registry_for_cli(registry_url)
-    inputs = _publish_inputs(paths, exclude)
-    results, failures = [], 0
-    for path in inputs:
-        try:
-            prepared = prepare_path(path, version=version)
-            res = reg.publish(prepared)
-            signed = _sign_published(reg, res.record, key, prepared.data, path) if key is not None else None
-        except SkillctlError as exc:
-            if len(inputs) == 1:  # one input: its error is the one line, no summary needed
-                raise click.ClickException(f"{path}: {exc}") from exc
-            failures += 1
-            click.echo(f"error: {path}: {exc}", err=True)
-            continue
-        results.append({**res.to_dict(), **({"signature": signed.to_dict()} if signed else {})})
-        if fmt == "text":
-            click.echo(f"{res.status:<9} {res.record.name}@{res.record.version}  {res.record.digest}  ({res.record.skill_id})")
-            if signed:
-                from skillctl.cli.trust import signed_line
-
-                click.echo(signed_line(signed))
-    if fmt == "json":
-        emit_json(results)
-    if failures:
-        raise click.ClickException(f"{failures} of {failures + len(results)} could not be published (see above)")
-
-
-def _sign_published(reg, record, key, data: bytes, path: Path):
-    from skillctl.trust.sign import sign_version
-
-    return sign_version(reg, record, key, data=data, source_folder=path if path.is_dir() else None)
 
 
 @click.command("list")
@@ -207,23 +131,3 @@ def unyank(ref: str, registry_url: str | None, fmt: str) -> None:
     """Make a yanked NAME@VERSION resolvable by ranges again."""
     rec = open_registry_for_cli(registry_url).set_yanked(ref, False)
     emit_json(rec.to_dict()) if fmt == "json" else click.echo(f"unyanked {rec.name}@{rec.version}")
-
-
-@click.command("remove")
-@click.argument("ref")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@registry_option
-@format_option
-@library_errors
-def remove(ref: str, yes: bool, registry_url: str | None, fmt: str) -> None:
-    """Delete NAME@VERSION — only if it was never fetched or locked.
-
-    Once anyone may depend on a version (it was pulled, installed, run or written into a
-    skills.lock), it can only be yanked. This keeps every lockfile ever written reproducible.
-    """
-    reg = open_registry_for_cli(registry_url)
-    if not yes:
-        click.confirm(f"remove {ref} from {reg.url}?", abort=True, err=True)
-    rec = reg.remove(ref)
-    emit_json(rec.to_dict()) if fmt == "json" else click.echo(f"removed {rec.name}@{rec.version} (run `skillctl registry gc` to free its blob)")
-

@@ -69,7 +69,7 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
     The project's skills.yaml (beside --lock, else in the current folder) with a 'trust:'
     section: every skill the run loads must pass it, those named with --skill too.
     """
-    from skillctl.registry.lockfile import project_file
+    from skillctl.project.spec import project_file
     from skillctl.runtime import RunSpec, run
 
     # Only what was given: the backend's defaults apply otherwise, and a limit the chosen
@@ -137,22 +137,44 @@ def catalog_cmd(refs, budget, registry_url, fmt) -> None:
 
 
 @click.command("export")
-@click.argument("refs", nargs=-1, required=True)
+@click.argument("refs", nargs=-1)
 @click.option("--to", "dest", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder agents read skills from, e.g. .agents/skills or .claude/skills.")
+@click.option("--lock", "lock_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Take skills from this skills.lock, exactly as pinned (default with it: every locked skill); "
+              "REFs the lock does not pin come from --registry.")
 @click.option("--force", is_flag=True, help="Replace existing skill folders.")
 @registry_option
 @format_option
 @library_errors
-def export_cmd(refs, dest, force, registry_url, fmt) -> None:
-    """Write verified, unpacked skills into a folder, for agents that read skills from disk."""
+def export_cmd(refs, dest, lock_path, force, registry_url, fmt) -> None:
+    """Write verified, unpacked skills into a folder, for agents that read skills from disk.
+
+    Every skill is fetched and checked before the first folder is written. With --lock the
+    skills are the lock's pins (from their sources: registries, git, folders), digests enforced.
+    For folders kept in step with a project, prefer `skillctl install`/`sync`, which mark what
+    they write.
+    """
+    from contextlib import nullcontext
+
     from skillctl.bundle import read_artifact, write_contents
     from skillctl.runtime.loader import resolve_all
 
-    reg = open_registry_for_cli(registry_url)
+    if not refs and lock_path is None:
+        raise click.UsageError("name the skills to export (REF…), or --lock skills.lock to export what it pins")
+    if lock_path is not None:
+        from skillctl.project.runs import locked_run
+
+        context = locked_run(lock_path, registry=registry_url if refs else None, progress=progress)
+    else:
+        context = nullcontext(None)
+    with context as locked:
+        store = locked.store if locked is not None else open_registry_for_cli(registry_url)
+        wanted = list(refs) or [s.name for s in locked.lock.skills]
+        resolved = resolve_all(store, wanted)
+        checked = [(rs, read_artifact(store.fetch(rs), rs.artifact_type, expected_name=rs.name, source=f"{rs.name}@{rs.version}"))
+                   for rs in resolved]
     out = []
-    for rs in resolve_all(reg, list(refs)):
-        data = reg.fetch(rs)
-        contents = read_artifact(data, rs.artifact_type, expected_name=rs.name, source=f"{rs.name}@{rs.version}")
+    for rs, contents in checked:
         folder = write_contents(contents, dest, overwrite=force)
         out.append({"name": rs.name, "version": rs.version, "digest": rs.digest, "path": str(folder)})
         if fmt == "text":

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from skillctl.cli.common import FiniteFloatRange, emit_json, format_option, library_errors, progress, registry_opener, registry_option
+from skillctl.errors import NoRegistryError
 
 _CERT_REQS = {"none": ssl.CERT_NONE, "optional": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 _SEVERITIES = ("low", "medium", "high", "critical")
@@ -109,7 +110,10 @@ def serve_group(ctx: click.Context, registry_url: str | None, host: str, port: i
         progress(f"  OpenAI:     {base}/openai/v1\n  Anthropic:  {base}/anthropic\n"
                  f"  well-known: {base}/.well-known/agent-skills/index.json")
 
-    server.run(on_ready=ready)
+    try:
+        server.run(on_ready=ready)
+    except NoRegistryError as exc:  # serve reads an existing registry; an empty one is made on purpose
+        raise click.ClickException(f"{exc}; or make an empty one to serve: skillctl registry init --registry {exc.path}") from None
     progress("skillctl serve: stopped")
 
 

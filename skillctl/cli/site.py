@@ -41,7 +41,7 @@ def site_build(out: Path, paths: tuple[Path, ...], base_url: str | None, registr
 
         report = build_site_from_folders(out, skill_folders(paths), base_url=base_url, progress=progress)
     else:
-        registry = open_registry_for_cli(registry_url, create=False)
+        registry = open_registry_for_cli(registry_url)
         report = build_site(out, registry, base_url=base_url, progress=progress)
     if fmt == "json":
         emit_json(report.to_dict())

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from skillctl.cli.common import emit_json, exclude_option
-from skillctl.skill.profiles import PROFILE_NAMES
+from skillctl.cli.profile_option import profile_option
 
 
 def _github_escape(text: str, prop: bool = False) -> str:
@@ -57,7 +57,8 @@ def _run(paths: tuple[Path, ...], strict: bool, fmt: str, quiet: bool, profile: 
                 write_fix(planned)
                 if fmt != "json":
                     click.echo(f"fixed {shown}/SKILL.md: {'; '.join(planned.changes)}", err=fmt == "github")
-    reports = validate_paths(targets, exclude=exclude, profile=profile)
+    # packaging: note a skill pack and publish would refuse for want of a version (SK303)
+    reports = validate_paths(targets, exclude=exclude, profile=profile, packaging=True)
     skills = [r for r in reports if r.is_skill]
     n_err = sum(len(r.errors) for r in reports)
     n_warn = sum(len(r.warnings) for r in reports)
@@ -105,7 +106,8 @@ deep (reported when reached). Default: the current folder. Every problem is repo
 Errors are what the spec forbids (bad or missing name/description, unknown fields, invalid
 YAML…); warnings are what it recommends (body under 500 lines / 5,000 tokens, references that
 exist and are not chained, runnable scripts, no junk files, SemVer in metadata.version); notes
-(SK3xx) never fail, not even with --strict.
+(SK3xx) never fail, not even with --strict — among them SK303, a skill without metadata.version,
+which pack and publish refuse unless given --version.
 
 --profile checks a client's documented extensions too (Claude Code's argument-hint, OpenClaw's
 metadata.openclaw…). --fix repairs what is mechanical (quote numeric metadata values, join an
@@ -124,14 +126,7 @@ def _options(fn):  # shared by validate and its alias lint
     fn = click.argument("paths", nargs=-1, type=click.Path(path_type=Path, readable=False))(fn)
     fn = click.option("--strict", is_flag=True, help="Treat warnings as failures (exit 1).")(fn)
     fn = click.option("-q", "--quiet", is_flag=True, help="Show errors only (text and github formats).")(fn)
-    fn = click.option(
-        "--profile",
-        type=click.Choice(PROFILE_NAMES),
-        default="spec",
-        show_default=True,
-        envvar="SKILLCTL_PROFILE",
-        help="Also accept what this client documents beyond the spec (fields and their types). Env: SKILLCTL_PROFILE.",
-    )(fn)
+    fn = profile_option(fn)
     fn = exclude_option(fn)
     fn = click.option(
         "--changed",

@@ -80,14 +80,14 @@ class LockedFiles:
     debs: tuple[tuple[str, str], ...]
 
 
-def locked_files(lock_paths: Sequence[Path]) -> list[LockedFiles]:
-    """The environments these locks pin (locks without one are skipped)."""
+def locked_files(locks: Sequence[tuple[Path, Any]]) -> list[LockedFiles]:
+    """The environments these locks pin — (lock path, its ``environment`` section) each; locks
+    without one are skipped."""
     from skillctl.env.prepare import locked_environment
-    from skillctl.registry.lockfile import read_lock
 
     out = []
-    for path in lock_paths:
-        env = locked_environment(read_lock(path), path)
+    for path, section in locks:
+        env = locked_environment(section, path)
         if env is not None:
             out.append(LockedFiles(str(path), tuple((f.filename, f.sha256) for f in env.python.files),
                                    tuple((d.filename, d.sha256) for d in env.debian)))

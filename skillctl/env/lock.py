@@ -46,7 +46,7 @@ def _sha256(data: bytes) -> str:
 
 def environment_section(env: Environment, lock_path: Path) -> dict[str, Any]:
     """Write the pylock beside ``lock_path`` and return the section that pins it."""
-    from skillctl.registry.lockfile import write_atomic
+    from skillctl.fsutil import write_atomic
 
     section: dict[str, Any] = {
         "format": FORMAT,

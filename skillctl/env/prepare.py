@@ -207,8 +207,9 @@ def environment_image(
 
 
 def lock_environment(
-    lock: Any,
+    skills: Sequence[Any],
     store: Any,
+    project_environment: Any,
     lock_path: Any,
     *,
     base_image: str,
@@ -217,15 +218,15 @@ def lock_environment(
     client: Any = None,
     progress: Progress | None = None,
 ) -> dict[str, Any] | None:
-    """Resolve the environment of a project lock (its skills + skills.yaml's ``environment``),
-    write the pylock beside ``lock_path`` and return the section for skills.lock (None when
-    nothing is declared)."""
+    """Resolve the environment of a project lock — what its ``skills`` declare (read through
+    ``store``) and skills.yaml's ``environment`` section (``project_environment``) —, write the
+    pylock beside ``lock_path`` and return the section for skills.lock (None when nothing is
+    declared)."""
     from skillctl.env.declare import project_declarations
     from skillctl.env.lock import environment_section
     from skillctl.sandbox.client import docker_client
 
-    skills = [s.as_resolved() for s in sorted(lock.skills, key=lambda s: s.name)]
-    decl = declarations_of(skills, store) + project_declarations(lock.requirements.environment)
+    decl = declarations_of(sorted(skills, key=lambda s: s.name), store) + project_declarations(project_environment)
     if decl.empty:
         return None
     client = client or docker_client()
@@ -235,18 +236,19 @@ def lock_environment(
     return environment_section(env, lock_path)
 
 
-def locked_environment(lock: Any, lock_path: Any, *, progress: Progress | None = None,
+def locked_environment(section: Any, lock_path: Any, *, progress: Progress | None = None,
                        fetch: bool = False) -> Environment | None:
-    """The environment a lock pins (pylock digest checked); with ``fetch`` every file is also
-    downloaded or re-hashed now, so a changed file fails here rather than at run time."""
+    """The environment a lock pins — its ``environment`` section, the pylock beside
+    ``lock_path`` digest-checked —; with ``fetch`` every file is also downloaded or re-hashed now,
+    so a changed file fails here rather than at run time."""
     from pathlib import Path
 
     from skillctl.env.files import Wanted, ensure_files
     from skillctl.env.lock import environment_from_section
 
-    if lock.environment is None:
+    if section is None:
         return None
-    env = environment_from_section(lock.environment, Path(lock_path))
+    env = environment_from_section(section, Path(lock_path))
     if fetch:
         wanted = [Wanted(f.filename, f.url, f.sha256, f.size) for f in env.python.files] + [
             Wanted(d.filename, d.url, d.sha256, d.size) for d in env.debian
@@ -255,19 +257,20 @@ def locked_environment(lock: Any, lock_path: Any, *, progress: Progress | None =
     return env
 
 
-def run_image(skills: Sequence[Any], store: Any, base_image: str, *, lock_path: Any = None, index: str | None = None,
-              allow_sdist: bool = False, bundles: Mapping[str, Any] | None = None,
-              progress: Progress | None = None) -> str:
-    """The image ``skillctl run`` starts for ``skills``: with a lock, exactly its environment;
-    otherwise what the skills declare (resolved and built on first use, cached after).
-    ``bundles``: the skills' contents the run already verified (``runtime.loader.fetch_bundles``),
-    by digest, so no bundle is fetched twice."""
-    locked = None
-    if lock_path is not None:
-        from skillctl.registry.lockfile import read_lock
+def run_image(skills: Sequence[Any], store: Any, base_image: str, *, lock_path: Any = None, lock_environment: Any = None,
+              project_environment: Any = None, index: str | None = None, allow_sdist: bool = False,
+              bundles: Mapping[str, Any] | None = None, progress: Progress | None = None) -> str:
+    """The image ``skillctl run`` starts for ``skills``: with a lock (its ``environment``
+    section, the pylock beside ``lock_path``), exactly its environment; otherwise what the skills
+    declare plus the project's ``environment:`` section (``project_environment``, for a run in a
+    project without a lock), resolved and built on first use, cached after. ``bundles``: the skills' contents
+    the run already verified (``runtime.loader.fetch_bundles``), by digest, so no bundle is
+    fetched twice."""
+    from skillctl.env.declare import Declarations, project_declarations
 
-        locked = locked_environment(read_lock(lock_path), lock_path)
-    if not skills and locked is None:
+    locked = locked_environment(lock_environment, lock_path) if lock_path is not None else None
+    project = project_declarations(project_environment) if project_environment is not None and locked is None else Declarations()
+    if not skills and locked is None and project.empty:
         return base_image
-    return environment_image(skills, store, base_image=base_image, locked=locked, index=index,
+    return environment_image(skills, store, base_image=base_image, project=project, locked=locked, index=index,
                              allow_sdist=allow_sdist, bundles=bundles, progress=progress)

@@ -4,8 +4,10 @@ Backends by URL, imported lazily: a plain path (or ``file://``) is the embedded 
 ``oci://HOST[:PORT]/NAMESPACE`` is an OCI distribution registry; ``https://HOST`` (or
 ``http://HOST`` with ``insecure``) is a site publishing the Agent Skills well-known URI, read-only.
 The default is a folder in the user's data directory; ``SKILLCTL_REGISTRY`` or ``--registry``
-choose another. Every backend is a ``skillctl.protocols.Registry``; what it can do besides reading
-is in its ``capabilities``.
+choose another. Opening a folder that holds no registry is a ``NoRegistryError`` — reading
+never creates one; a writer asks for that with ``create=True`` (``publish``, ``copy``'s
+target). Every backend is a ``skillctl.protocols.Registry``; what it can do besides reading is
+in its ``capabilities``.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from skillctl.errors import RegistryError, UnsupportedError
+from skillctl.errors import NoRegistryError, RegistryError, UnsupportedError
 from skillctl.protocols import Registry
 
 if TYPE_CHECKING:
+    from skillctl.registry.local import LocalRegistry
     from skillctl.registry.rebuild import RebuildReport
 
 ENV_VAR = "SKILLCTL_REGISTRY"
@@ -49,7 +52,8 @@ def _checked(opener: Callable[..., Registry], kind: str, url: str, options: dict
 def open_registry(
     url: str | None = None,
     *,
-    create: bool = True,
+    create: bool = False,
+    on_create: Callable[[str], None] | None = None,
     allow_damaged: bool = False,
     insecure: bool | None = None,
     username: str | None = None,
@@ -59,7 +63,10 @@ def open_registry(
 ) -> Registry:
     """The registry at ``url`` (default: ``SKILLCTL_REGISTRY``, else the user data folder).
 
-    ``create=False`` requires a folder registry to exist already; ``allow_damaged=True`` opens a
+    A folder registry must exist already (else ``NoRegistryError``, naming the path and where it
+    came from): a read creates nothing. ``create=True`` makes a missing one, for writers
+    (``publish``, the target of a copy), and then calls ``on_create`` with its path, so the
+    caller can say so; an OCI namespace or a site has nothing to create. ``allow_damaged=True`` opens a
     folder registry whose index is missing or damaged instead of refusing it (``verify`` reports
     that; nothing else works until ``rebuild_index``). ``insecure``, ``username`` and
     ``password`` say how to reach an oci:// registry; a folder needs none of them, so there they
@@ -68,6 +75,7 @@ def open_registry(
     would go nowhere. Any other option belongs to the backend (``oci://``: ``attempts``,
     ``backoff_s``, ``deadline_s``); one it does not take is a ``RegistryError``.
     """
+    given = url
     url = url or default_registry_url()
     site = url.startswith(("https://", "http://"))
     if token is not None and not site:
@@ -88,11 +96,9 @@ def open_registry(
                                 "password; give the key instead")
         return _checked(WellKnownRegistry.from_url, "a well-known site (https://)", url, {"insecure": insecure, "token": token, **options})
     path = _folder_path(url)
-    from skillctl.registry.local import LocalRegistry
-
     if options:
         raise RegistryError(f"unknown option(s) for a folder registry: {', '.join(sorted(options))}; it takes none")
-    return LocalRegistry(path, create=create, allow_damaged=allow_damaged)
+    return _open_folder(given, path, create=create, allow_damaged=allow_damaged, on_create=on_create)
 
 
 def check_registry_url(url: str) -> None:
@@ -115,16 +121,28 @@ def rebuild_index(url: str | None = None, *, progress: Callable[[str], None] | N
     """Rebuild the missing or damaged index of the folder registry at ``url`` from its blobs (see
     ``skillctl.registry.rebuild``). Only a folder registry has such an index: elsewhere (an OCI
     registry's tags and manifests, a site's index) this is an ``UnsupportedError``."""
+    given = url
     url = url or default_registry_url()
     if url.startswith(("oci://", "https://", "http://")):
         raise UnsupportedError(
             f"only a folder registry has an index for skillctl to rebuild; {url} keeps its own record (an OCI registry's "
             "tags and manifests, a site's index) — check it with skillctl registry verify"
         )
+    with _open_folder(given, _folder_path(url), create=False, allow_damaged=True) as reg:
+        return reg.rebuild_index(progress=progress)
+
+
+def _open_folder(given: str | None, path: Path, **options: Any) -> "LocalRegistry":
+    """The folder registry at ``path``; a missing one named by no ``url`` (``given``) says it
+    was the default or ``SKILLCTL_REGISTRY``'s, so the message tells what to change."""
     from skillctl.registry.local import LocalRegistry
 
-    with LocalRegistry(_folder_path(url), create=False, allow_damaged=True) as reg:
-        return reg.rebuild_index(progress=progress)
+    try:
+        return LocalRegistry(path, **options)
+    except NoRegistryError as exc:
+        if given or exc.origin:
+            raise
+        raise NoRegistryError(exc.path, "SKILLCTL_REGISTRY" if os.environ.get(ENV_VAR) else "default") from None
 
 
 def _folder_path(url: str) -> Path:

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 from urllib.parse import quote
 
 from skillctl.bundle import BundleLimits, sha256_digest
-from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError, UnsupportedError
+from skillctl.errors import ImmutableVersionError, IntegrityError, NoRegistryError, NotFoundError, RegistryError, UnsupportedError
 from skillctl.fsutil import fsync_dir
 from skillctl.protocols import WRITE_CAPABILITIES, ResolvedSkill
 from skillctl.registry.blobfile import NotRegularFile, read_regular
@@ -210,14 +210,21 @@ class LocalRegistry(SignatureTable):
     ``allow_damaged=True`` opens a registry whose index is missing or unusable instead of
     refusing it, for the two commands that deal with exactly that: ``verify`` (which reports it)
     and ``rebuild_index``; everything else then refuses with the same one line.
+
+    The constructor makes a missing folder into a new registry (``create=False``: a
+    ``NoRegistryError`` instead) and then calls ``on_create`` with its path, so a command can
+    say so. ``skillctl.registry.open_registry``, which readers use, does not create by default.
     """
 
-    def __init__(self, root: Path, *, create: bool = True, allow_damaged: bool = False) -> None:
+    def __init__(
+        self, root: Path, *, create: bool = True, allow_damaged: bool = False, on_create: Callable[[str], None] | None = None,
+    ) -> None:
         self.root = Path(root)
         self._conn: sqlite3.Connection | None = None
         self._damage: str | None = None
         self.readonly = False
         self._max_blob = BundleLimits().max_bundle_size
+        self._on_create = on_create
         self._open(create)
         # a reader may not write the folder: no write capability (lockfiles then skip mark_locked)
         self.capabilities: frozenset[str] = frozenset() if self.readonly else WRITE_CAPABILITIES
@@ -276,7 +283,7 @@ class LocalRegistry(SignatureTable):
         if present - _LAYOUT:
             raise RegistryError(f"{self.root} is not a skillctl registry (no {MARKER}) and not empty; choose another folder")
         if not create:
-            raise RegistryError(f"no registry at {self.root}; publish something first or check --registry")
+            raise NoRegistryError(str(self.root))
         try:
             (self.root / "blobs" / "sha256").mkdir(parents=True, exist_ok=True)
             (self.root / "tmp").mkdir(exist_ok=True)
@@ -291,6 +298,8 @@ class LocalRegistry(SignatureTable):
             raise RegistryError(f"cannot create registry at {self.root}: {exc.strerror or exc}") from None
         except sqlite3.DatabaseError as exc:
             raise RegistryError(f"cannot create registry at {self.root}: its index {self.index_path}: {exc}") from None
+        if self._on_create is not None:
+            self._on_create(str(self.root))
 
     def _sqlite(self, mode: str) -> sqlite3.Connection:
         """The index, opened with SQLite's URI ``mode`` (rwc / rw / ro): rw never creates it."""

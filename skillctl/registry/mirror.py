@@ -80,7 +80,7 @@ def copy_version(source: RegistryReader, target: Registry, rec: VersionRecord) -
         raise IntegrityError(f"{rec.name}@{rec.version}: bytes from {source.url} hash to {actual[:19]}…, not {rec.digest[:19]}…")
     prepared = prepare_artifact_bytes(
         data, rec.artifact_type, name=rec.name, source=f"{rec.name}@{rec.version} from {source.url}", version=rec.version,
-        mirrored_from=mirrored_from(rec),
+        mirrored_from=mirrored_from(rec), profile=None,  # the source took it in, perhaps under a client's profile
     )
     res = target.publish(prepared, created_at=rec.created_at or None, skill_id=rec.skill_id)
     if res.record.digest != prepared.digest:

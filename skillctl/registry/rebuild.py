@@ -101,7 +101,8 @@ def _read(path: Path, digest: str, limit: int) -> PreparedBundle | str:
     if sha256_digest(data) != digest:
         return "corrupt: its content does not hash to its name"
     try:
-        return prepare_bundle_bytes(data, source=f"blob {digest[:19]}…")
+        # profile=None: a skill published under a client's profile (--profile) is re-indexed too
+        return prepare_bundle_bytes(data, source=f"blob {digest[:19]}…", profile=None)
     except VersionError as exc:
         if "no version" in str(exc):
             return "its SKILL.md has no metadata.version (published with --version, which only the lost index knew)"

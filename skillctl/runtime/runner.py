@@ -7,8 +7,10 @@
       make_egress()                           the network policy's session, secrets read now
                                               (None without a network)
       registry() -> resolve_skills()          the skills' metadata only, before any container;
-                                              the project's trust policy on every skill: the
-                                              lock's (check_trust) or skills.yaml's (project_gate)
+                                              with a lock, a store of its skills from their
+                                              sources (``skillctl.project.runs``); the project's
+                                              trust policy on every skill: the lock's or
+                                              skills.yaml's (project_gate)
       fetch_bundles(skills, registry)         every bundle fetched once and verified; the
                                               environment and the loader both read these
       memory_session()                        hold the long-term memory (one run at a time)
@@ -42,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from skillctl.bundle import BundleContents
-from skillctl.errors import SandboxError, SkillctlError
+from skillctl.errors import ConfigError, SandboxError, SkillctlError
 from skillctl.protocols import ExecResult, Model, RegistryReader, ResolvedSkill, Sandbox
 from skillctl.runtime.approval import ApprovalPolicy, Approver
 from skillctl.runtime.deadline import Deadline
@@ -59,6 +61,7 @@ from skillctl.runtime.transcript import Transcript
 
 if TYPE_CHECKING:
     from skillctl.egress.session import EgressSession
+    from skillctl.project.runs import LockedRun
     from skillctl.trust.enforce import Gate
 
 
@@ -88,6 +91,7 @@ class Runner:
         self.memory_tar = b""
         self.egress: EgressSession | None = None  # made by make_egress, live in sandbox_session
         self.transcript: Transcript | None = None  # the agent's, once make_agent made it
+        self.locked: LockedRun | None = None  # a lock's skills and policy, while registry() is open
 
     def run(self) -> RunResult:
         spec = self.spec
@@ -145,6 +149,15 @@ class Runner:
         """The run's network egress, not started yet: every secret value is read now, so a
         missing one fails before anything is built. None when the policy allows no domain."""
         policy = self.spec.network_policy
+        if policy is None and (self.spec.lock is not None or self.spec.project is not None):
+            # The project's own network: section, as `skillctl run` applies it (secrets only
+            # with project_secrets).
+            from skillctl.project.runs import project_network
+
+            policy = project_network(self.spec.lock, self.spec.project, allow_secrets=self.spec.project_secrets)
+            if policy is not None and policy.enabled and self.spec.sandbox != "docker":
+                raise ConfigError(f"{policy.origin} allows network domains, which needs the docker sandbox; "
+                                  "pass network={'type': 'disabled'} to run without it")
         if policy is None or not policy.enabled:
             return None
         from skillctl.egress.session import EgressSession
@@ -154,10 +167,19 @@ class Runner:
 
     @contextmanager
     def registry(self) -> Iterator[RegistryReader | None]:
-        """The registry to load skills from: None without skills; one the caller opened (the
-        caller closes it); or the one ``spec.registry`` names, opened and closed here."""
+        """Where skills load from: None without skills; with a lock, a store of its skills (from
+        their sources, checked against the lock and its trust policy; skills named beside it go
+        to ``spec.registry``); else the registry the caller opened (the caller closes it), or the
+        one ``spec.registry`` names, opened and closed here."""
         spec = self.spec
-        if not (spec.skills or spec.lock):
+        if spec.lock is not None:
+            from skillctl.project.runs import locked_run
+
+            with locked_run(spec.lock, registry=spec.registry, progress=self.progress) as locked:
+                self.locked = locked
+                yield locked.store  # type: ignore[misc]  # a Store that also serves signatures
+            return
+        if not spec.skills:
             yield None
         elif spec.registry is not None and not isinstance(spec.registry, str):
             yield spec.registry
@@ -174,12 +196,8 @@ class Runner:
             return []
         named = resolve_all(registry, list(self.spec.skills))
         locked: list[ResolvedSkill] = []
-        if self.spec.lock is not None:
-            from skillctl.registry.lockfile import read_lock, resolve_locked
-
-            lock = read_lock(self.spec.lock)
-            gate = self.check_trust(lock, registry)
-            locked = [resolve_locked(registry, s) for s in lock.skills]
+        if self.locked is not None:
+            locked, gate = self.locked.skills(), self.locked.gate
         else:
             gate = self.project_gate()
         if gate is not None:
@@ -188,28 +206,6 @@ class Runner:
             pinned = {(s.name, s.version, s.digest) for s in locked}
             gate.check_all(registry, [s for s in named if (s.name, s.version, s.digest) not in pinned])
         return resolve_all(registry, [*named, *locked])
-
-    def check_trust(self, lock: Any, registry: RegistryReader) -> Gate | None:
-        """The lock's trust policy on every locked version, before any container exists; the
-        gate, for the skills named beside the lock (None without a policy). The skills.yaml
-        beside the lock, when there is one, must hold the same policy."""
-        from skillctl.errors import LockError
-        from skillctl.registry.lockfile import REQUIREMENTS_FILE
-        from skillctl.trust.enforce import check_locked, lock_gate
-        from skillctl.yamlfile import read_yaml
-
-        assert self.spec.lock is not None
-        folder = self.spec.lock.parent
-        beside = folder / REQUIREMENTS_FILE
-        current: Any = ...
-        if beside.exists():
-            doc = read_yaml(beside, error=LockError, missing="")
-            current = doc.get("trust") if isinstance(doc, dict) else None
-        gate = lock_gate(lock, folder, where=str(beside if beside.exists() else self.spec.lock), progress=self.progress,
-                         current_trust=current)
-        if gate is not None:
-            check_locked(gate, lock, registry)
-        return gate
 
     def project_gate(self) -> Gate | None:
         """For a run without a lock: the trust policy of ``spec.project`` (its skills.yaml) as it
@@ -237,7 +233,15 @@ class Runner:
             return None
         from skillctl.env.prepare import run_image
 
-        return run_image(skills, registry, base, lock_path=self.spec.lock, index=self.spec.index_url,
+        lock_environment = self.locked.lock.environment if self.locked is not None else None
+        project_environment = None
+        if self.locked is None and self.spec.project is not None and self.spec.project.is_file():
+            # A run in a project without a lock still gets the packages skills.yaml declares.
+            from skillctl.project.spec import load_project
+
+            project_environment = load_project(self.spec.project).environment
+        return run_image(skills, registry, base, lock_path=self.spec.lock, lock_environment=lock_environment,
+                         project_environment=project_environment, index=self.spec.index_url,
                          allow_sdist=self.spec.allow_sdist, bundles=self.bundles, progress=self.progress)
 
     @contextmanager

@@ -63,7 +63,10 @@ class RunSpec:
       ``{"type": "disabled"}`` is no network at all. When it allows domains, the docker sandbox
       reaches them only through an egress proxy (``skillctl.egress``): ``egress_resolve``
       (``HOST=ADDR:PORT``) and ``egress_ca`` (PEM files) reach private hosts, ``egress_log``
-      receives every request as JSON Lines; ``RunResult.egress`` counts them.
+      receives every request as JSON Lines; ``RunResult.egress`` counts them. With ``network``
+      None, a ``lock`` (or ``project``) brings its skills.yaml's ``network:`` section, as
+      ``skillctl run`` does — its ``domain_secrets`` only with ``project_secrets`` (the opt-in of
+      ``--project-secrets``); pass ``{"type": "disabled"}`` to run without it.
     - ``progress`` receives one line at a time; setting ``cancel`` (from any thread) stops the
       run at the next step or while commands run (not during a model call), and removes the
       sandbox. Runs on worker threads should not prompt: use ``approve="all"`` or ``"never"``,
@@ -101,6 +104,7 @@ class RunSpec:
     check_timeout_s: float = 300.0
     after_run: Callable[[Sandbox, RunResult], Any] | None = None
     network: Mapping[str, Any] | NetworkPolicy | None = None
+    project_secrets: bool = False
     egress_resolve: Sequence[str] = ()
     egress_ca: Sequence[Path] = ()
     egress_log: Path | None = None

@@ -68,6 +68,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "SK252": ("warning", "the skill's requirements declaration cannot be used"),
     "SK301": ("info", "metadata.version MAJOR.MINOR is read as MAJOR.MINOR.0"),
     "SK302": ("info", "search for skills stopped at its depth limit"),
+    "SK303": ("info", "no metadata.version: pack and publish need --version"),
 }
 
 

@@ -20,8 +20,8 @@ from skillctl.skill.discovery import Excludes, SearchLimits, discover
 from skillctl.skill.document import MAX_SKILL_MD_BYTES, SkillDocument, parse_skill_md
 from skillctl.skill.files import scan_folder
 from skillctl.skill.ignore import load_ignore_rules
-from skillctl.skill.model import Skill
-from skillctl.skill.profiles import Profile, get_profile
+from skillctl.skill.model import Skill, declared_version, version_hint
+from skillctl.skill.profiles import PROFILE_NAMES, Profile, get_profile
 from skillctl.skill.refcheck import check_references
 from skillctl.skill.rules import check_front_matter
 from skillctl.skill.scripts import check_scripts
@@ -118,6 +118,23 @@ def _body_checks(doc: SkillDocument, md_shown: str) -> list[Diagnostic]:
     return diags
 
 
+def _unversioned(doc: SkillDocument, shown: str, md_shown: str, profile: Profile) -> list[Diagnostic]:
+    """SK303, a note: a skill that declares no version, which pack and publish refuse without
+    --version (``skillctl.registry.prepare.choose_version``, by the same ``declared_version``).
+    Valid by the spec, and a git source needs no version, so it never fails validation."""
+    meta = doc.metadata
+    md = meta.get("metadata", {})
+    if not isinstance(md, dict) or declared_version(md) is not None or "version" in md:
+        return []  # declared; or metadata no mapping (SK131), a version no string (SK132)
+    top = "version" in meta
+    if top and "version" not in profile.fields:
+        return []  # SK161 already says: move it to metadata.version
+    aside = f" ({profile.title} reads the top-level version; pack and publish read metadata.version)" if top else ""
+    loc = doc.key_at("metadata")
+    return [Diagnostic("SK303", f"no metadata.version, so pack and publish refuse this skill{aside}: {version_hint(shown)}",
+                       md_shown, loc.line, loc.column)]
+
+
 def _may_hold_python(folder: Path, paths: frozenset[str]) -> bool:
     """Whether the skill holds what the environments checker reads: a requirements.txt, a ``.py``
     file, or a file starting with a python shebang (its ``is_python_script``). Most skills hold
@@ -147,11 +164,13 @@ def _environment_findings(folder: Path, shown: str, paths: frozenset[str], owner
     return [Diagnostic(*found) for found in check_folder(folder, shown, paths, owner)]
 
 
-def check_skill(folder: Path, shown: str | None = None, profile: Profile | str = "spec") -> SkillReport:
+def check_skill(folder: Path, shown: str | None = None, profile: Profile | str = "spec", *, packaging: bool = False) -> SkillReport:
     """Every problem with the skill in ``folder``; never raises for bad content.
 
     ``profile`` names the client whose documented front-matter extensions are accepted
     (``skillctl.skill.profiles``); the default, ``spec``, accepts the specification's fields only.
+    ``packaging=True`` also notes what pack and publish need beyond the spec: a version (SK303).
+    ``skillctl validate`` asks for it; a runtime reading skills from a folder needs no version.
     """
     profile = get_profile(profile) if isinstance(profile, str) else profile
     shown = shown if shown is not None else str(folder)
@@ -170,6 +189,8 @@ def check_skill(folder: Path, shown: str | None = None, profile: Profile | str =
         # name ("..".name is ".."); and not resolve(): a symlinked skill is named by its link.
         folder_name = Path(os.path.abspath(folder)).name
         diags += check_front_matter(doc, folder_name, md_shown, profile)
+        if packaging:
+            diags += _unversioned(doc, shown, md_shown, profile)
         diags += _body_checks(doc, md_shown)
         paths = scan.paths
         diags += _environment_findings(folder, shown, paths, folder_name)
@@ -196,13 +217,29 @@ def check_skill(folder: Path, shown: str | None = None, profile: Profile | str =
     return SkillReport(shown, name, tuple(sorted(diags, key=_sort_key)), skill)
 
 
-def load_skill(folder: Path) -> Skill:
-    """The valid skill in ``folder``, or ``SkillError`` listing every error."""
-    report = check_skill(folder)
+def check_skill_any_profile(folder: Path, shown: str | None = None) -> SkillReport:
+    """``check_skill`` under the spec, or, where that finds errors, under the first client profile
+    that accepts the skill (the spec's report when none does). For skills a registry already
+    took in: one published with ``--profile claude-code`` must still copy and re-index."""
+    report = check_skill(folder, shown)
+    if report.skill is not None:
+        return report
+    for name in PROFILE_NAMES:
+        other = check_skill(folder, shown, name) if name != "spec" else report
+        if other.skill is not None:
+            return other
+    return report
+
+
+def load_skill(folder: Path, profile: Profile | str = "spec") -> Skill:
+    """The valid skill in ``folder`` (under ``profile``), or ``SkillError`` listing every error."""
+    profile = get_profile(profile) if isinstance(profile, str) else profile
+    report = check_skill(folder, profile=profile)
     if report.skill is None:
         errors = report.errors or list(report.diagnostics)
         first = errors[0].format()
-        more = f" (and {len(errors) - 1} more; run: skillctl validate {folder})" if len(errors) > 1 else ""
+        under = f" --profile {profile.name}" if profile.name != "spec" else ""
+        more = f" (and {len(errors) - 1} more; run: skillctl validate{under} {folder})" if len(errors) > 1 else ""
         raise SkillError(f"skill at {folder} is invalid: {first}{more}")
     return report.skill
 
@@ -213,9 +250,11 @@ def validate_paths(
     exclude: Sequence[str] = (),
     profile: Profile | str = "spec",
     limits: SearchLimits = SearchLimits(),
+    packaging: bool = False,
 ) -> list[SkillReport]:
     """Reports for every skill found under ``paths``, in a stable order, each skill once; a
-    problem or note about the search itself is a report of its own (``is_skill`` False)."""
+    problem or note about the search itself is a report of its own (``is_skill`` False).
+    ``packaging``: see ``check_skill``."""
     profile = get_profile(profile) if isinstance(profile, str) else profile
     excludes = Excludes(exclude)
     reports: list[SkillReport] = []
@@ -233,5 +272,5 @@ def validate_paths(
             if key in seen:
                 continue
             seen.add(key)
-            reports.append(check_skill(folder, shown, profile))
+            reports.append(check_skill(folder, shown, profile, packaging=packaging))
     return reports  # in argument order; discover() sorts the skills within each argument

@@ -11,5 +11,5 @@
 
 Registries only store envelopes (``Registry.signatures`` / ``attach_signature``); every
 decision is made here, from the bytes, the keys and the policy. Submodules are imported where
-used: ``skillctl.registry.lockfile`` needs only ``policy``.
+used: ``skillctl.project.spec`` needs only ``policy``.
 """

@@ -138,11 +138,12 @@ class Gate:
         return signers
 
 
-def gate_for_requirements(requirements: Any, base: Path, *, where: str, progress: Progress | None = None) -> Gate | None:
-    """The gate for ``skills.yaml``'s policy while locking; None without a ``trust:`` section."""
-    if requirements.trust is None:
+def gate_for_trust(trust: Any, base: Path, *, where: str, progress: Progress | None = None) -> Gate | None:
+    """The gate for a ``trust:`` section (key files relative to ``base``) while locking; None
+    without one."""
+    if trust is None:
         return None
-    return Gate.open(requirements.trust, base, where=where, progress=progress)
+    return Gate.open(trust, base, where=where, progress=progress)
 
 
 def project_gate(skills_yaml: Path, *, progress: Progress | None = None) -> Gate | None:
@@ -166,41 +167,16 @@ def folder_gate(gate: Gate, folder: str, *, where: str, allowed: bool) -> Gate:
     return gate.for_folders()
 
 
-def lock_gate(lock: Any, base: Path, *, where: str, progress: Progress | None = None, current_trust: Any = ...) -> Gate | None:
-    """The gate for the policy ``lock`` was written with (key files relative to ``base``, each
-    still holding the key the lock recorded); None when the lock has no policy.
-    ``current_trust`` is skills.yaml's ``trust:`` section now, when there is a skills.yaml: it
-    must not differ."""
-    if current_trust is not ... and current_trust != lock.requirements.trust:
+def lock_gate(trust: Any, recorded: dict[str, str], base: Path, *, where: str, progress: Progress | None = None,
+              current_trust: Any = ...) -> Gate | None:
+    """The gate for the policy a lock was written with (``trust``, its copy of skills.yaml's
+    section; key files relative to ``base``, each still holding the key id ``recorded`` for it);
+    None when the lock has no policy. ``current_trust`` is skills.yaml's ``trust:`` section now,
+    when there is a skills.yaml: it must not differ."""
+    if current_trust is not ... and current_trust != trust:
         raise TrustError(
             f"refused by the trust policy: the trust section of {where} changed since skills.lock was written; run skillctl lock"
         )
-    if lock.requirements.trust is None:
+    if trust is None:
         return None
-    recorded = (lock.trust or {}).get("keys", {})
-    return Gate.open(lock.requirements.trust, base, where=where, recorded=recorded, progress=progress)
-
-
-def check_lock(lock: Any, registry: RegistryReader, base: Path, *, where: str, progress: Progress | None = None,
-               current_trust: Any = ...) -> dict[str, bytes]:
-    """Check every version of ``lock`` against the policy it was written with (``lock_gate``);
-    the checked bundles by name ({} when the lock has no policy)."""
-    gate = lock_gate(lock, base, where=where, progress=progress, current_trust=current_trust)
-    return check_locked(gate, lock, registry) if gate is not None else {}
-
-
-def check_locked(gate: Gate, lock: Any, registry: RegistryReader) -> dict[str, bytes]:
-    """Every version of ``lock`` through ``gate``, each still signed by the signer it records;
-    the checked bundles by name."""
-    from skillctl.registry.lockfile import resolve_locked
-
-    resolved, problems = [], []
-    for skill in sorted(lock.skills, key=lambda s: s.name):
-        try:
-            resolved.append(resolve_locked(registry, skill))
-        except IntegrityError as exc:
-            problems.append(str(exc))
-    if problems:
-        raise refused(problems)
-    gate.check_all(registry, resolved, {s.name: s.signer for s in lock.skills})
-    return gate.fetched
+    return Gate.open(trust, base, where=where, recorded=recorded, progress=progress)

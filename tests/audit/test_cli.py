@@ -90,7 +90,7 @@ def test_a_bundle_file_and_a_registry_reference_are_audited(tmp_path: Path) -> N
 
     bundle = tmp_path / "trap.skill.tgz"
     bundle.write_bytes(bundle_of(CORPUS / "fake-setup-curl-sh"))
-    open_registry(str(tmp_path / "registry")).publish(prepare_folder(CORPUS / "python-ssh-key-post"))
+    open_registry(str(tmp_path / "registry"), create=True).publish(prepare_folder(CORPUS / "python-ssh-key-post"))
     data = json.loads(run(bundle, "python-ssh-key-post@1.0.0", "--format", "json").stdout)
     by_name = {s["name"]: s for s in data["skills"]}
     assert by_name["fake-setup-curl-sh"]["source"] == str(bundle)

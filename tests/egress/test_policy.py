@@ -20,7 +20,7 @@ from skillctl.egress.policy import (
     with_shorthands,
 )
 from skillctl.errors import ConfigError
-from skillctl.registry.lockfile import load_requirements
+from skillctl.project.spec import load_project
 
 GOOD = {
     "type": "allowlist",
@@ -140,7 +140,7 @@ def test_project_policy_from_skills_yaml_which_still_locks(tmp_path):
     project = tmp_path / "skills.yaml"
     project.write_text(yaml.safe_dump({"skills": {"tally": "^1"}, "network": {"type": "allowlist", "allowed_domains": ["api.x.com"]}}))
     assert project_policy(project).allowed_domains == ("api.x.com",)
-    assert load_requirements(project).skills == {"tally": "^1"}  # the lockfile reader accepts network:
+    assert load_project(project).entries["tally"].version == "^1"  # the project reader accepts network:
     assert "(network:)" in project_policy(project).origin
     assert project_policy(tmp_path / "none.yaml") is None
     (tmp_path / "plain.yaml").write_text("skills: {}\n")

@@ -22,7 +22,7 @@ from skillctl.env.declare import (
 )
 from skillctl.env.imports import _canonical, folder_reader
 from skillctl.errors import EnvError, LockError
-from skillctl.registry.lockfile import load_requirements
+from skillctl.project.spec import load_project
 
 from .conftest import real_skill
 
@@ -106,11 +106,11 @@ def test_requirements_txt_comments_continuations_and_markers():
 def test_project_environment_is_read_from_skills_yaml(tmp_path):
     path = tmp_path / "skills.yaml"
     path.write_text("skills:\n  tally: ^1\nenvironment:\n  python: ['numpy>=1.26', pandas]\n  debian: [jq]\n")
-    req = load_requirements(path)
+    req = load_project(path)
     decl = project_declarations(req.environment)
     assert [(d.requirement, d.owner) for d in decl.python] == [("numpy>=1.26", PROJECT), ("pandas", PROJECT)]
     assert [d.requirement for d in decl.debian] == ["jq"]
-    assert req.to_dict()["environment"] == {"python": ["numpy>=1.26", "pandas"], "debian": ["jq"]}
+    assert req.requirements_doc()["environment"] == {"python": ["numpy>=1.26", "pandas"], "debian": ["jq"]}
 
 
 @pytest.mark.parametrize(
@@ -127,13 +127,13 @@ def test_bad_project_environment_is_a_lock_error(tmp_path, body, words):
     path = tmp_path / "skills.yaml"
     path.write_text(f"skills: {{}}\n{body}\n")
     with pytest.raises(LockError, match=words):
-        load_requirements(path)
+        load_project(path)
 
 
 def test_a_skills_yaml_without_environment_keeps_its_old_requirements_shape(tmp_path):
     path = tmp_path / "skills.yaml"
     path.write_text("skills:\n  tally: ^1\n")
-    assert "environment" not in load_requirements(path).to_dict()
+    assert "environment" not in load_project(path).requirements_doc()
 
 
 # The validator learns the names of plainly written requirements without packaging: whatever the

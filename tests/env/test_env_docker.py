@@ -50,6 +50,17 @@ def test_requirements_txt_skill_and_project_declared_packages(project, tmp_path)
     assert "2024-02-29 True" in outputs
 
 
+def test_run_skill_in_a_project_gets_the_projects_environment_without_a_lock(project, tmp_path, monkeypatch):
+    # The skill declares nothing; the project's skills.yaml does. Without a lock, `run --skill` in
+    # that folder used the plain image and the script failed to import.
+    skill = make_skill(tmp_path, "plainer", "#!/usr/bin/env python3\nimport six\nprint('six', six.__version__)\n")
+    publish(project, skill)
+    (tmp_path / "skills.yaml").write_text("skills:\n  plainer: ^1\nenvironment:\n  python: ['six==1.16.0']\n")
+    monkeypatch.chdir(tmp_path)
+    _, outputs = run_outputs(project, tmp_path, "--skill", "plainer", commands=["python3 /skills/plainer/scripts/run.py"])
+    assert "six 1.16.0" in outputs, outputs
+
+
 def test_a_lock_refuses_a_wheel_whose_bytes_changed_on_the_index(project, tmp_path, index, monkeypatch):
     skill = make_skill(tmp_path, "pinned", "#!/usr/bin/env python3\nimport six\n",
                        {"scripts/requirements.txt": "six==1.16.0\n"})

@@ -99,6 +99,24 @@ def test_env_infer_prints_a_pep723_block_to_paste():
     assert doc["missing"] == ["mssql-python", "pandas", "pyarrow"] and doc["declared"] == []
 
 
+def test_env_infer_takes_a_published_skill_by_reference(tmp_path, monkeypatch):
+    from skillctl.registry import open_registry
+    from skillctl.registry.prepare import prepare_folder
+
+    skill = copy_skill(real_skill("github+awesome-copilot", "sql-server-table-reconciliation"), tmp_path / "src")
+    registry = tmp_path / "registry"
+    with open_registry(str(registry), create=True) as reg:
+        reg.publish(prepare_folder(skill, version="2.0.0"))  # a real skill, as it is: it declares no version
+    monkeypatch.setenv("SKILLCTL_REGISTRY", str(registry))
+    by_ref = CliRunner().invoke(cli, ["env", "infer", "sql-server-table-reconciliation", "--format", "json"], catch_exceptions=False)
+    assert by_ref.exit_code == 0, by_ref.output
+    assert json.loads(by_ref.stdout)["missing"] == ["mssql-python", "pandas", "pyarrow"]
+    gone = CliRunner().invoke(cli, ["env", "infer", "no-such-skill"], catch_exceptions=False)
+    assert gone.exit_code == 1 and "no-such-skill" in gone.output and "Traceback" not in gone.output
+    folder = CliRunner().invoke(cli, ["env", "infer", "./not/a/folder"], catch_exceptions=False)
+    assert folder.exit_code == 2 and "no such folder" in folder.output
+
+
 def test_env_infer_keeps_what_is_declared_and_adds_what_is_missing(tmp_path):
     skill = copy_skill(real_skill("github+awesome-copilot", "convert-pdf-to-md"), tmp_path)
     (skill / "scripts" / "extra.py").write_text("import yaml\n")

@@ -21,6 +21,7 @@ from skillctl.many.batch import ResultsFile, default_results_path, read_tasks, r
 from skillctl.many.job import RunSettings
 from skillctl.many.engines import LABEL_BATCH, default_jobs, open_engine, usable_cpus
 from skillctl.many.job import line_id
+from skillctl.registry import open_registry
 from skillctl.sandbox.settings import LABEL_MANAGED, LABEL_OWNER
 
 from .conftest import REPO, write_yaml
@@ -172,6 +173,7 @@ def test_a_batch_appends_results_and_a_rerun_skips_what_is_done(tmp_path):
                                  {"id": "bad", "task": "uses a skill nobody published", "skills": ["no-such-skill"]}])
     lines: list[str] = []
     engine = open_engine("local", jobs=2)
+    open_registry(str(tmp_path / "empty-registry"), create=True).close()  # a registry without the skill
     defaults = RunSettings(sandbox="local", allow_unsafe_local=True, registry=str(tmp_path / "empty-registry"))
     summary = run_batch(path, engine, model=f"script:{model}", settings=defaults, progress=lines.append)
     assert (summary.total, summary.skipped, dict(summary.outcomes), summary.exit_code) == (3, 0, {"answered": 2, "failed": 1}, 1)

@@ -15,6 +15,7 @@ import pytest
 from skillctl.errors import ConfigError
 from skillctl.many.engines import open_engine
 from skillctl.many.job import Job, JobResult, RunSettings, model_fields
+from skillctl.registry import open_registry
 
 from .conftest import write_yaml
 
@@ -87,6 +88,7 @@ def test_jobs_are_taken_only_as_slots_free_up(engine, tmp_path):
 
 
 def test_a_job_that_cannot_start_is_failed_and_the_others_go_on(engine, tmp_path):
+    open_registry(str(tmp_path / "empty-reg"), create=True).close()  # a registry without the skill
     bad = job(tmp_path, "bad", ["true"], skills=("no-such-skill",), registry=str(tmp_path / "empty-reg"))
     results, _ = run_all(engine, [bad, job(tmp_path, "good", ["true"])])
     by_id = {r.id: r for r in results}

@@ -128,7 +128,7 @@ def test_commands_read_the_oci_registry(registry_server: DistributionServer, ns:
     assert json.loads(skillctl("show", "demo", "--format", "json", env=env, cwd=tmp_path).stdout)["resolved"]["version"] == "1.0.0"
     verify = skillctl("registry", "verify", "--format", "json", env=env, cwd=tmp_path)
     assert json.loads(verify.stdout)["ok"] is True
-    for args in (("remove", "demo@1.0.0", "--yes"), ("registry", "gc")):
+    for args in (("registry", "remove", "demo@1.0.0", "--yes"), ("registry", "gc")):
         refused = skillctl(*args, env=env, cwd=tmp_path, ok=False)
         assert refused.returncode == 1 and refused.stderr.count("\n") == 1 and "OCI" in refused.stderr
 

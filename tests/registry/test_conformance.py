@@ -110,6 +110,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     kind = request.param
     if kind == "folder":
         path = tmp_path / "registry"
+        open_registry(str(path), create=True).close()  # made once, as publish makes it; every open after reads it
         return Backend(lambda: open_registry(str(path)), lambda bundles: _publish_all(open_registry(str(path)), bundles),
                        writer=lambda: open_registry(str(path)))
     if kind == "oci":

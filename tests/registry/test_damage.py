@@ -149,7 +149,7 @@ def test_rebuild_index_recovers_every_version_the_blobs_can_tell(tmp_path: Path)
     assert cli_run("registry", "verify", "--registry", reg_path).exit_code == 0
     assert cli_run("registry", "gc", "--grace", "0", "--registry", reg_path).output.endswith("0 file(s) removed\n")
     assert (reg_path / "lost+found" / "sha256" / junk_name).read_bytes() == junk  # out of gc's reach, not deleted
-    text = one_line_failure(cli_run("remove", "demo@1.0.0", "--yes", "--registry", reg_path))
+    text = one_line_failure(cli_run("registry", "remove", "demo@1.0.0", "--yes", "--registry", reg_path))
     assert "yank it instead" in text  # fetch counts are unknown after a rebuild: treated as depended on
     text = one_line_failure(cli_run("registry", "rebuild-index", "--registry", reg_path))
     assert "is healthy" in text and "nothing was changed" in text

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from skillctl.bundle import extract_bundle, read_bundle
-from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError, VersionError
-from skillctl.registry import open_registry
+from skillctl.errors import ImmutableVersionError, IntegrityError, NoRegistryError, NotFoundError, RegistryError, VersionError
+from skillctl.registry import open_registry, rebuild_index
 from skillctl.registry.local import LocalRegistry, new_index
 from skillctl.registry.prepare import prepare_folder, prepare_path
 from skillctl.versioning import resolve
@@ -425,6 +425,44 @@ def test_open_without_create(tmp_path: Path) -> None:
     assert not (tmp_path / "absent").exists()
 
 
+def test_open_registry_only_reads_unless_asked_to_create(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the library default: an agent runtime opening a mistyped path must not make a registry there
+    absent = tmp_path / "absent"
+    with pytest.raises(NoRegistryError, match=f"no registry at {re.escape(str(absent))}; publish a skill to create it") as caught:
+        open_registry(str(absent))
+    assert caught.value.path == str(absent) and not absent.exists()
+    (tmp_path / "empty").mkdir()  # an empty folder holds no registry either
+    with pytest.raises(NoRegistryError):
+        open_registry(f"file://{tmp_path / 'empty'}")
+    assert list((tmp_path / "empty").iterdir()) == []
+    monkeypatch.setenv("SKILLCTL_REGISTRY", str(absent))
+    with pytest.raises(NoRegistryError, match=r"\(from SKILLCTL_REGISTRY\)"):
+        open_registry()
+    monkeypatch.delenv("SKILLCTL_REGISTRY")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    with pytest.raises(NoRegistryError, match=r"\(the default registry, in your user data folder"):
+        open_registry()
+    with pytest.raises(NoRegistryError, match=r"\(the default registry"):
+        rebuild_index()
+    assert not (tmp_path / "data").exists()
+    made: list[str] = []
+    open_registry(str(absent), create=True, on_create=made.append).close()
+    open_registry(str(absent), create=True, on_create=made.append).close()
+    assert made == [str(absent)]  # said once, when it was made
+    assert open_registry(str(absent)).list_skills() == []
+
+
+def test_a_run_naming_a_registry_that_is_not_there_creates_nothing(tmp_path: Path) -> None:
+    from skillctl.runtime import RunSpec, run
+
+    absent = tmp_path / "absent"
+    (tmp_path / "m.yaml").write_text("steps:\n  - answer: done\n")
+    with pytest.raises(NoRegistryError):
+        run(RunSpec(task="t", skills=["demo"], registry=str(absent), sandbox="local", allow_unsafe_local=True,
+                    model=f"script:{tmp_path / 'm.yaml'}", transcript=tmp_path / "t.jsonl"))
+    assert not absent.exists()
+
+
 def test_the_index_uses_wal_and_a_busy_timeout(reg: LocalRegistry) -> None:
     assert reg.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert reg.conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
@@ -434,11 +472,11 @@ def test_the_index_uses_wal_and_a_busy_timeout(reg: LocalRegistry) -> None:
 
 
 def test_open_registry_by_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    a = open_registry(f"file://{tmp_path / 'a'}")
+    a = open_registry(f"file://{tmp_path / 'a'}", create=True)
     assert isinstance(a, LocalRegistry) and a.root == tmp_path / "a"
     a.close()
     monkeypatch.setenv("SKILLCTL_REGISTRY", str(tmp_path / "env"))
-    b = open_registry()
+    b = open_registry(create=True)
     assert b.root == tmp_path / "env"
     b.close()
     with pytest.raises(RegistryError, match=r"unknown registry scheme 'ftp://'"):

@@ -1,5 +1,5 @@
 """A shared registry folder its readers may not write: they can list, show, versions, pull,
-lock and install, and nothing they do writes to it. Tested for real, not with mode bits the test's root user would
+lock and install (and see publish --dry-run refuse), and nothing they do writes to it. Tested for real, not with mode bits the test's root user would
 ignore: once as uid 65534 (``setpriv``), once as root on a read-only bind mount of the folder
 (``unshare --mount``). Changing the registry is refused in one line."""
 
@@ -72,6 +72,10 @@ def read_everything(reg_path: Path, out: Path, prefix: tuple[str, ...], home: Pa
     assert locked.returncode == 0, locked.stderr
     installed = run("install", "--frozen", "-o", out / "installed")
     assert installed.returncode == 0 and (out / "installed" / "demo" / "SKILL.md").is_file(), installed.stderr
+    planned = run("publish", write_skill(out / "src", "demo", "2.0.0"), "--dry-run", "--format", "json")
+    assert planned.returncode == 1 and "would be refused" in planned.stderr, planned.stderr
+    [entry] = json.loads(planned.stdout)["skills"]
+    assert entry["status"] == "refused" and "cannot be published to" in entry["reason"]
     published = run("publish", write_skill(out / "src", "demo", "2.0.0"))
     assert published.returncode == 1 and published.stderr.count("\n") == 1, published.stderr
     assert "is read-only for this user (list, show, versions and pull work)" in published.stderr

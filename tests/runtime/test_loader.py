@@ -15,7 +15,7 @@ from skillctl.bundle import read_bundle, sha256_digest
 from skillctl.errors import BundleError, IntegrityError, SkillctlError
 from skillctl.protocols import ResolvedSkill
 from skillctl.registry.local import LocalRegistry
-from skillctl.registry.lockfile import Requirements, resolve_lock, resolve_locked
+from skillctl.project.registry_lock import lock_skills, resolve_locked
 from skillctl.registry.prepare import prepare_folder
 from skillctl.runtime.loader import fetch_bundles, load_skills, resolve_all
 
@@ -195,7 +195,7 @@ def test_duplicate_versions_are_refused_before_the_sandbox_is_touched(tmp_path, 
 def test_lock_based_loading_enforces_the_pinned_digests(tmp_path, fresh_sandbox):
     with LocalRegistry(tmp_path / "reg") as reg:
         reg.publish(prepare_folder(write_skill(tmp_path / "src", "pinned")))
-        lock = resolve_lock(Requirements({"pinned": "^1.0"}), reg)
+        lock = lock_skills({"pinned": "^1.0"}, reg)
         [locked] = lock.skills
         # The pins as the lock states them load and run.
         loaded = load_skills([resolve_locked(reg, locked)], reg, fresh_sandbox)

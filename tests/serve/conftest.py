@@ -65,7 +65,8 @@ def start_server(tmp_path: Path, keys: Keys) -> Iterator[Callable[..., object]]:
     def start(registry_url: str | None = None, *, listen: Listen | None = None, insecure: bool | None = None,
               **settings: object) -> SkillServer:
         url = registry_url or str(tmp_path / "registry")
-        options = {"insecure": insecure} if insecure is not None else {}
+        # create: servers here may start on a new folder and take uploads (the CLI refuses a missing one)
+        options = {"create": True, **({"insecure": insecure} if insecure is not None else {})}
         settings.setdefault("keys", keys.path)
         server = SkillServer(
             ServeSettings(open_registry=lambda: open_registry(url, **options), registry_url=url, **settings),

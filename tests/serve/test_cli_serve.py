@@ -73,6 +73,7 @@ class Served:
 def env(tmp_path: Path) -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLCTL_", "OPENAI_", "ANTHROPIC_"))}
     out.update(HOME=str(tmp_path / "home"), SKILLCTL_REGISTRY=str(tmp_path / "registry"))
+    LocalRegistry(tmp_path / "registry").close()  # serve serves an existing registry (skillctl registry init makes one)
     return out
 
 

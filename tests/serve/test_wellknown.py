@@ -52,7 +52,7 @@ def published(start_server, keys, tmp_path: Path):
 
 def test_serves_the_files_site_build_writes_byte_for_byte(published, tmp_path: Path) -> None:
     out = tmp_path / "site"
-    with open_registry(str(tmp_path / "registry")) as reg:
+    with open_registry(str(tmp_path / "registry"), create=True) as reg:
         build_site(out, reg)
     on_disk = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert len(on_disk) == 9  # index, 2 versions.json, 3 × (snapshot index + artifact)

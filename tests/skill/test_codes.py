@@ -40,6 +40,7 @@ class Case:
     # check_skill: the library entry point pack/publish use on one folder. `validate` only
     # checks folders that hold a SKILL.md (others are searched for skills), so SK001 is seen here.
     # "search": the code is about the search for skills (a report of its own, not a skill's).
+    # "packaging": validate_paths(packaging=True), what `skillctl validate` runs.
     api: str = "validate"
     profile: str = "spec"
 
@@ -282,6 +283,10 @@ CASES: list[Case] = [
     # --- SK3xx: notes
     Case("SK301", skill(front_matter_text=fm('metadata:\n  version: "1.0"\n')), skill(front_matter_text=fm('metadata:\n  version: "1.0.0"\n')), "demo/SKILL.md", 5, 12),
     Case("SK302", _repo_with_skill_at_depth(MAX_SEARCH_DEPTH + 1), _repo_with_skill_at_depth(MAX_SEARCH_DEPTH), "repo", 0, api="search"),
+    # what pack and publish refuse: no metadata.version (noted when asked, as `skillctl validate` asks)
+    Case("SK303", skill(), skill(front_matter_text=fm('metadata:\n  version: "0.1.0"\n')), "demo/SKILL.md", 1, 1, api="packaging"),
+    Case("SK303", skill(front_matter_text=fm("metadata:\n  author: me\n")), skill(front_matter_text=fm('metadata:\n  author: me\n  version: "1.0"\n')),
+         "demo/SKILL.md", 4, 1, api="packaging", near_clean=False, case_id="SK303-metadata-without-version"),
 ]
 
 
@@ -292,7 +297,7 @@ def _ids(case: Case) -> str:
 def _run(case: Case, path: str):
     if case.api == "check_skill":
         return check_skill(Path(path), path, case.profile)
-    reports = validate_paths([Path(path)], profile=case.profile)
+    reports = validate_paths([Path(path)], profile=case.profile, packaging=case.api == "packaging")
     if case.api == "search":
         notes = [r for r in reports if not r.is_skill]
         if notes:

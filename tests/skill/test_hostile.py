@@ -21,6 +21,7 @@ from skillctl.skill.validate import check_skill
 
 from .helpers import (
     BODY,
+    VERSIONED,
     assert_clean_output,
     check,
     codes,
@@ -228,7 +229,7 @@ def _run_cli_subprocess(args: list[str], cwd: Path, timeout: float = 60) -> subp
 
 
 def test_fifo_inside_a_skill_does_not_block(in_tmp: Path) -> None:
-    folder = make_skill(in_tmp, files={"scripts/run.sh": ("#!/bin/sh\n", 0o755)})
+    folder = make_skill(in_tmp, front_matter_text=front_matter(extra=VERSIONED), files={"scripts/run.sh": ("#!/bin/sh\n", 0o755)})
     os.mkfifo(folder / "scripts" / "feed")  # scripts/ files are opened for the shebang check
     os.mkfifo(folder / ".skillignore")  # the ignore file is read before the scan
     result = _run_cli_subprocess(["validate", "--format", "json", "demo"], in_tmp)
@@ -246,7 +247,7 @@ def test_fifo_named_skill_md_does_not_block(in_tmp: Path) -> None:
 
 
 def test_twenty_five_thousand_files_hit_the_entry_cap(in_tmp: Path, invoke) -> None:
-    folder = make_skill(in_tmp)
+    folder = make_skill(in_tmp, front_matter_text=front_matter(extra=VERSIONED))
     touch_many(folder / "data", 25_000)
     report = only(check("demo"))
     assert codes(report) == ["SK236"]
@@ -270,7 +271,7 @@ def _validate_as_nobody(cwd: Path, *args: str) -> tuple[int, list[dict], str]:
 
 
 def test_unreadable_file_and_folder_inside_a_skill(shared_tmp: Path) -> None:
-    folder = make_skill(shared_tmp, body=BODY + "\nSee [notes](references/notes.md).\n", files={
+    folder = make_skill(shared_tmp, front_matter_text=front_matter(extra=VERSIONED), body=BODY + "\nSee [notes](references/notes.md).\n", files={
         "references/notes.md": ("# Notes\n", 0o000),
         "scripts/run.sh": ("#!/bin/sh\n", 0o700),  # executable and readable by root only
         "private/data.txt": "x\n",

@@ -90,3 +90,24 @@ def test_a_python_script_without_the_py_ending_still_gets_the_environments_check
     assert [d.code for d in check_skill(folder).diagnostics] == ["SK251"]
     (folder / "scripts" / "tool").write_text("#!/bin/sh\nimport yaml\n")
     assert [d.code for d in check_skill(folder).diagnostics] == []
+
+
+def test_the_version_note_agrees_with_publish_on_every_real_skill() -> None:
+    """SK303 (what `skillctl validate` adds) on exactly the valid skills that publish refuses for
+    want of a version, and on no other: the two decide it the same way."""
+    from skillctl.errors import VersionError
+    from skillctl.registry.prepare import prepare_folder
+
+    noted, refused = set(), set()
+    for report in validate_paths([REAL], packaging=True):
+        if any(d.code == "SK303" for d in report.diagnostics):
+            noted.add(report.path)
+        if report.skill is None:
+            continue
+        try:
+            prepare_folder(Path(report.path))
+        except VersionError as exc:
+            if "no version" in str(exc):
+                refused.add(report.path)
+    assert len(refused) > 40  # most public skills declare no version
+    assert noted & {r.path for r in validate_paths([REAL]) if r.skill is not None} == refused

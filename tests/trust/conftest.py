@@ -21,7 +21,7 @@ def registry_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def open_url(url: str) -> Registry:
-    return open_registry(url, insecure=True) if url.startswith("oci://") else open_registry(url)
+    return open_registry(url, insecure=True) if url.startswith("oci://") else open_registry(url, create=True)
 
 
 @pytest.fixture

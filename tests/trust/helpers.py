@@ -79,7 +79,7 @@ class Project:
         self.key, self.pub = make_key(root / "keys", "team")
         self.stranger, _ = make_key(root.parent / "elsewhere", "stranger")
         self.good = str(root.parent / "good-registry")
-        with open_registry(self.good) as good:
+        with open_registry(self.good, create=True) as good:
             self.rec = good.publish(bundle).record
             sign_version(good, self.rec, self.key)
         self.write_requirements(policy)

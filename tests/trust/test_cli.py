@@ -58,7 +58,7 @@ def test_publish_sign_records_the_git_source_without_credentials(repo: Path, reg
     key, pub = make_key(tmp_path / "keys")
     result = invoke(registry_url, "publish", str(repo / "skills" / "demo"), "--sign", key.source, "--format", "json")
     assert result.exit_code == 0, result.output
-    sig = json.loads(result.output)[0]["signature"]
+    sig = json.loads(result.stdout)[0]["signature"]  # stderr says the registry was created
     assert sig["status"] == "attached" and sig["keyid"] == pub.keyid
     assert sig["source"] == {"repository": "https://git.example.com/team/skills.git", "commit": git(repo, "rev-parse", "HEAD"),
                              "path": "skills/demo", "dirty": False}
@@ -129,12 +129,12 @@ def test_copy_carries_signatures_both_ways(registry_url: str, tmp_path: Path) ->
     target = registry_url if registry_url != folder else str(tmp_path / "other")
     result = invoke(folder, "copy", "demo", "--from", folder, "--to", target, "--format", "json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)[0]["signatures"] == 1
+    assert json.loads(result.stdout)[0]["signatures"] == 1  # stderr says the target was created
     assert invoke(target, "verify", "demo@1.0.0", "--key", pub.source).exit_code == 0
     back = str(tmp_path / "back")
-    assert json.loads(invoke(folder, "copy", "demo", "--from", target, "--to", back, "--format", "json").output)[0]["signatures"] == 1
+    assert json.loads(invoke(folder, "copy", "demo", "--from", target, "--to", back, "--format", "json").stdout)[0]["signatures"] == 1
     assert invoke(back, "verify", "demo@1.0.0", "--key", pub.source).exit_code == 0
-    again = json.loads(invoke(folder, "copy", "demo", "--from", target, "--to", back, "--format", "json").output)[0]
+    again = json.loads(invoke(folder, "copy", "demo", "--from", target, "--to", back, "--format", "json").stdout)[0]
     assert (again["status"], again["signatures"]) == ("unchanged", 0)
 
 

@@ -16,7 +16,7 @@ from tools import require_tool
 from skillctl.bundle import read_artifact
 from skillctl.errors import IntegrityError, NotFoundError, RegistryError
 from skillctl.registry import open_registry
-from skillctl.registry.lockfile import Requirements, fetch_locked, install, resolve_lock
+from skillctl.project.registry_lock import fetch_locked, install_locked, lock_skills
 from skillctl.registry.wellknown import index_url_for
 from skillctl.registry.wellknown.format import SCHEMA_URI
 
@@ -164,20 +164,19 @@ def test_no_store_documents_are_not_kept(site_dir: Path, open_site, tmp_path: Pa
 
 
 def test_lock_pins_snapshots_and_a_frozen_install_never_reads_the_mutable_index(server: SiteServer, open_site, tmp_path: Path):
-    req = Requirements({"tally": "^1", "note": "*"})
-    lock = resolve_lock(req, open_site(server.url))
+    lock = lock_skills({"tally": "^1", "note": "*"}, open_site(server.url))
     by_name = {s.name: s for s in lock.skills}
     assert by_name["tally"].index == f"{server.url}/{WK}/tally/v1.1.0/index.json"
     assert by_name["note"].artifact_type == "skill-md"
     server.clear()
-    folders = install(lock, open_site(server.url, cache_dir=False), tmp_path / "out")
+    folders = install_locked(lock, open_site(server.url, cache_dir=False), tmp_path / "out")
     assert [f.name for f in folders] == ["note", "tally"]
     assert f"/{WK}/index.json" not in server.requests()
     assert (tmp_path / "out" / "tally" / "scripts" / "run.sh").stat().st_mode & 0o111
 
 
 def test_a_frozen_install_refuses_a_snapshot_changed_behind_its_back(server: SiteServer, site_dir: Path, open_site):
-    lock = resolve_lock(Requirements({"tally": "^1"}), open_site(server.url))
+    lock = lock_skills({"tally": "^1"}, open_site(server.url))
     snap = site_dir / WK / "tally/v1.1.0/index.json"
     doc = json.loads(snap.read_text())
     doc["skills"][0]["digest"] = sha(b"other")
@@ -342,9 +341,9 @@ def test_a_lock_reads_the_snapshot_it_recorded_even_when_the_site_moved_on(tmp_p
     recorded index finds them once the latest index and the version list have changed."""
     _hand_site(tmp_path / "hand")
     with SiteServer(tmp_path / "hand") as srv:
-        lock = resolve_lock(Requirements({"plain": "*"}), open_site(srv.url))
+        lock = lock_skills({"plain": "*"}, open_site(srv.url))
         assert lock.skills[0].index == f"{srv.url}/{WK}/v0.1.0/index.json"
         write_index(tmp_path / "hand", [])  # the skill is gone from the latest index
         (tmp_path / "hand" / WK / "versions.json").unlink()
-        folders = install(lock, open_site(srv.url, cache_dir=False), tmp_path / "out")
+        folders = install_locked(lock, open_site(srv.url, cache_dir=False), tmp_path / "out")
         assert (folders[0] / "SKILL.md").read_bytes().startswith(b"---\nname: plain")

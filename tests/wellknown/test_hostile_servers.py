@@ -14,7 +14,7 @@ import pytest
 from tools import require_tool
 
 from skillctl.errors import IntegrityError, NotFoundError, RegistryError
-from skillctl.registry.lockfile import Requirements, install, resolve_lock
+from skillctl.project.registry_lock import install_locked, lock_skills
 from skillctl.registry.wellknown.format import MAX_INDEX_ENTRIES, SCHEMA_URI
 
 from bundle.archives import zero_bomb
@@ -49,12 +49,12 @@ def refused_within(mib: int, call) -> str:
 
 
 def test_wrong_digest_is_refused_and_nothing_is_installed(server: SiteServer, site_dir: Path, open_site, tmp_path: Path):
-    lock = resolve_lock(Requirements({"tally": "^1", "note": "*"}), open_site(server.url))
+    lock = lock_skills({"tally": "^1", "note": "*"}, open_site(server.url))
     server.routes[TALLY] = lambda h: reply(h, 200, b"\x1f\x8b" + b"not the archive the index promised", {"Content-Type": "application/gzip"})
     dest = tmp_path / "out"
     dest.mkdir()
     with pytest.raises(IntegrityError) as caught:
-        install(lock, open_site(server.url, cache_dir=False), dest)
+        install_locked(lock, open_site(server.url, cache_dir=False), dest)
     assert TALLY in one_line(caught.value)
     assert list(dest.iterdir()) == []  # note was fine, but nothing is written until all passed
 
