@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from skillctl.env import shadow
+from skillctl.sandbox.client import list_images
 from skillctl.errors import EnvError
 from skillctl.sandbox.programs import PYTHON3
 
@@ -115,7 +116,7 @@ def env_hash(base_id: str, wheels: Sequence[tuple[str, str]], debs: Sequence[tup
 
 
 def find_env_image(client: Any, digest: str) -> Any | None:
-    images = client.images.list(filters={"label": f"{LABEL_ENV}={digest}"})
+    images = list_images(client, {"label": f"{LABEL_ENV}={digest}"})
     return max(images, key=lambda i: i.attrs.get("Created", "")) if images else None
 
 
@@ -235,7 +236,7 @@ def _remove_stage(client: Any, digest: str) -> None:
     import requests.exceptions
 
     try:
-        for image in client.images.list(filters={"label": f"{LABEL_STAGE}={digest}", "dangling": True}):
+        for image in list_images(client, {"label": f"{LABEL_STAGE}={digest}", "dangling": True}):
             try:
                 client.images.remove(image.id)
             except docker.errors.APIError:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from skillctl.env.build import ENV_REPO, LABEL_BASE, LABEL_ENV, LABEL_PACKAGES, LABEL_STAGE, env_hash
+from skillctl.sandbox.client import list_images
 from skillctl.errors import EnvError
 
 
@@ -67,7 +68,7 @@ def _env_image(image: Any, env_label: str = LABEL_ENV) -> EnvImage:
 
 def list_env_images(client: Any) -> list[EnvImage]:
     """Environment images (by label), newest first."""
-    images = [_env_image(image) for image in client.images.list(filters={"label": LABEL_ENV})]
+    images = [_env_image(image) for image in list_images(client, {"label": LABEL_ENV})]
     return sorted(images, key=lambda i: i.created, reverse=True)
 
 
@@ -132,7 +133,7 @@ def plan_prune(
     images = [i for i in list_env_images(client) if not bases or i.base in bases]
     in_scope = {i.env for i in images}
     out = []
-    for stage in client.images.list(filters={"label": LABEL_STAGE, "dangling": True}):
+    for stage in list_images(client, {"label": LABEL_STAGE, "dangling": True}):
         leftover = _env_image(stage, LABEL_STAGE)
         if bases and leftover.env not in in_scope:
             continue

@@ -83,3 +83,18 @@ def daemon_error(what: str, exc: BaseException) -> SandboxError:
     reason = getattr(exc, "explanation", None) or str(exc) or type(exc).__name__
     reason = str(reason).strip().splitlines()[0]
     return SandboxError(f"{what} failed: {reason}")
+
+
+def list_images(client: Any, filters: dict[str, Any], *, attempts: int = 5) -> list[Any]:
+    """``client.images.list(filters=…)``, which inspects each image it lists: one removed by
+    another process between the list and its inspection (a concurrent prune, another run's
+    clean-up) is a 404 there, not an image of ours. List again; after ``attempts``, the 404 stands."""
+    import docker.errors
+
+    for attempt in range(attempts):
+        try:
+            return client.images.list(filters=filters)
+        except docker.errors.ImageNotFound:
+            if attempt == attempts - 1:
+                raise
+    return []

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from skillctl.errors import SandboxError
-from skillctl.sandbox.client import docker_client
+from skillctl.sandbox.client import docker_client, list_images
 
 Progress = Callable[[str], None]
 
@@ -205,7 +205,7 @@ def agent_images(client: Any, recipe_hash: str | None = None) -> list[Any]:
     wanted = f"{RECIPE_LABEL}={recipe_hash}" if recipe_hash else RECIPE_LABEL
     return [
         image
-        for image in client.images.list(filters={"label": wanted})
+        for image in list_images(client, {"label": wanted})
         if not any(key.startswith("org.skillctl.env") for key in image.attrs.get("Config", {}).get("Labels") or {})
     ]
 
