@@ -15,6 +15,7 @@ import pytest
 
 from skillctl.bundle import pack
 from skillctl.errors import IntegrityError, SourceError
+from skillctl.fsutil import tar_data_filter
 from skillctl.protocols import Source, SourcePin, SourceSpec
 from skillctl.sources.git import GitSource
 from skillctl.sources.gitspec import parse_git_source
@@ -50,7 +51,7 @@ def packed_from_git_archive(servers: Servers, commit: str, folder: str, name: st
     data = subprocess.run([GIT, "--git-dir", str(servers.root / "multi.git"), "archive", commit, folder],
                           capture_output=True, check=True, env=clean_env()).stdout
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        tar.extractall(tmp, filter="data")
+        tar.extractall(tmp, **tar_data_filter())
     return pack(tmp / folder, name).tar_digest
 
 
@@ -302,7 +303,7 @@ def test_skillignore_and_junk_leave_out_what_pack_leaves_out(servers: Servers, s
         data = subprocess.run([GIT, "--git-dir", str(repo.path), "archive", commit, "tool"], capture_output=True,
                               check=True, env=clean_env()).stdout
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            tar.extractall(tmp_path, filter="tar")
+            tar.extractall(tmp_path, **tar_data_filter())
         assert pin.tar_digest == pack(tmp_path / "tool", "tool").tar_digest
     finally:
         shutil.rmtree(repo.path)
