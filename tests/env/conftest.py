@@ -84,7 +84,7 @@ def project(tmp_path, index, shared_cache, agent_image):
 
 # Packages only these tests make (Debian packages skl-*, sdists marker*, the wheels of
 # test_env_hostile_wheels): an environment image holding one is of no use outside its test.
-OWN_PACKAGES = ("skl-", "markerpkg==", "markerdep==", "pthmarker==", "shadowpkg==")
+OWN_PACKAGES = ("skl-", "markerpkg==", "markerdep==", "pthmarker==", "shadowpkg==", "mergex==", "mergey==")
 
 
 def remove_images(ids) -> None:

@@ -233,3 +233,57 @@ def test_the_agent_is_told_which_skills_have_an_environment_of_their_own():
     text = system_prompt("<available_skills>\n</available_skills>\n", isolated=("skill-a",))
     assert "Python environments: skill-a has Python packages of its own. Run its scripts with `python3`" in text
     assert "Python environments" not in system_prompt("<available_skills>\n</available_skills>\n")
+
+
+# ---------------------------------------------------------------------- in the engine
+
+
+@pytest.fixture(scope="module")
+def merge_wheels_in_index(index, tmp_path_factory):
+    made = made_wheels(tmp_path_factory.mktemp("merge-wheels-served"))
+    for path in made:
+        index.files[path.name] = path
+    yield index
+    for path in made:
+        del index.files[path.name]
+
+
+SHOW = "#!/usr/bin/env python3\nimport sys, mergex\nprint('{name}', mergex.VERSION, sys.prefix)\n"
+
+
+@pytest.mark.requires_docker
+@pytest.mark.slow
+def test_an_isolated_skill_runs_with_its_own_venv_and_the_others_share_one(project, merge_wheels_in_index, tmp_path,
+                                                                           own_env_images):
+    from .runs import invoke, make_skill, publish, run_outputs
+
+    for name, requirement in (("skill-a", "mergex"), ("skill-b", "mergey")):
+        publish(project, make_skill(tmp_path, name, SHOW.format(name=name), {"scripts/requirements.txt": requirement}))
+    spec, lock = tmp_path / "skills.yaml", tmp_path / "skills.lock"
+    spec.write_text("skills:\n  skill-a: ^1\n  skill-b: ^1\nenvironment:\n  debian: []\n")
+    merged = invoke(project, "lock", "--requirements", str(spec), "--lock", str(lock))
+    assert merged.exit_code == 0, merged.output
+    assert "warning: skill skill-a: mergex 2.0 alone → 1.0 with the others (held back by skill-b)" in merged.stderr
+    assert json.loads(lock.read_text())["environment"]["downgrades"][0]["alone"] == "2.0"
+    shown = invoke(project, "env", "show", "skill-a", "skill-b", "--format", "json")
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["downgrades"] == [{"skill": "skill-a", "package": "mergex", "alone": "2.0",
+                                                      "merged": "1.0", "held_by": ["skill-b"]}]
+
+    spec.write_text("skills:\n  skill-a: ^1\n  skill-b: ^1\nenvironment:\n  isolate: [skill-a]\n")
+    isolated = invoke(project, "lock", "--requirements", str(spec), "--lock", str(lock))
+    assert isolated.exit_code == 0 and "warning:" not in isolated.stderr, isolated.output
+    section = json.loads(lock.read_text())["environment"]
+    assert section["format"] == 2 and list(section["isolated"]) == ["skill-a"] and "downgrades" not in section
+    _, outputs = run_outputs(project, tmp_path, "--lock", str(lock), commands=[
+        "python3 /skills/skill-a/scripts/run.py; /skills/skill-a/scripts/run.py; python3 /skills/skill-b/scripts/run.py",
+        "cd /skills/skill-a && python -c 'import mergex; print(\"here\", mergex.VERSION)'; cd /workspace; "
+        "python3 -c 'import mergex; print(\"shared\", mergex.VERSION)'; command -v python3",
+    ])
+    assert outputs.count("skill-a 2.0 /opt/skill-envs/skill-a") == 2, outputs  # via python3 and via the shebang
+    assert "skill-b 1.0 /opt/skills-env" in outputs and "here 2.0" in outputs and "shared 1.0" in outputs, outputs
+    assert "/opt/skillctl-env/bin/python3" in outputs
+    # The same environment from the command line, no lock: the image is reused.
+    result, outputs = run_outputs(project, tmp_path, "--skill", "skill-a", "--skill", "skill-b", "--isolate-env",
+                                  "skill-a", commands=["python3 /skills/skill-a/scripts/run.py"])
+    assert "skill-a 2.0 /opt/skill-envs/skill-a" in outputs and "is up to date" in result.stderr, result.stderr[-2000:]
