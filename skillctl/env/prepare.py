@@ -143,7 +143,8 @@ def resolve_environment(
                        progress=progress)
 
     def held_back(part: Declarations, merged: Resolution) -> tuple[Downgrade, ...]:
-        return downgrades(part, merged, target, index=index, allow_sdist=allow_sdist, builder=builder, progress=progress)
+        return downgrades(part, merged, target, index=index, allow_sdist=allow_sdist, builder=builder, refresh=refresh,
+                          progress=progress)
 
     python: Resolution | None = None
     found: tuple[Downgrade, ...] = ()

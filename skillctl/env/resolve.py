@@ -342,7 +342,8 @@ def _failure(decl: Declarations, target: Target, index: str, allow_sdist: bool, 
     """The clearest error for a failed resolution: every requirement that cannot be installed
     (with who declares it), or a conflict between two owners, named."""
     reason = _reason(stderr)
-    rounds = _unresolvable(decl, target, index, stderr, find_links)
+    # With --allow-sdist a round would have to build sdists again: only the first failure then.
+    rounds = [] if allow_sdist else _unresolvable(decl, target, index, stderr, find_links)
     # Independent failures (each alone in its round): all of them at once. A conflict makes uv
     # name both sides in one round; that is the pair search's to explain below.
     single = [names[0] for names, _ in rounds if len(names) == 1]
@@ -470,12 +471,15 @@ def python_owners(decl: Declarations, target: Target) -> list[str]:
 
 
 def downgrades(decl: Declarations, merged: Resolution, target: Target, *, index: str | None = None,
-               allow_sdist: bool = False, builder: Any = None, progress: Progress | None = None) -> tuple[Downgrade, ...]:
+               allow_sdist: bool = False, builder: Any = None, refresh: bool = False,
+               progress: Progress | None = None) -> tuple[Downgrade, ...]:
     """Every package ``merged`` (the resolution of all of ``decl``) holds at a lower version than
     a skill's requirements alone get. Each skill is resolved alone — cached like any resolution,
     so this costs nothing the second time —, and, with few owners, with each other owner to
     name who holds a package back. Nothing is resolved when fewer than two owners declare
-    Python requirements; the project's own requirements are a holder, never checked alone."""
+    Python requirements; the project's own requirements are a holder, never checked alone.
+    ``refresh`` re-resolves each skill alone (as ``lock`` does the merge); pairs, which only name
+    the holder, come from the cache when there."""
     from packaging.version import Version
 
     from skillctl.env.declare import PROJECT
@@ -488,16 +492,16 @@ def downgrades(decl: Declarations, merged: Resolution, target: Target, *, index:
     say(f"environment: checking {len(skills)} skill(s) alone for packages the merge holds back")
     have = {f.name: f.version for f in merged.files}
 
-    def alone(part: Declarations) -> dict[str, str] | None:
+    def alone(part: Declarations, again: bool = False) -> dict[str, str] | None:
         try:
-            res = resolve(part, target, index=index, allow_sdist=allow_sdist, builder=builder)
+            res = resolve(part, target, index=index, allow_sdist=allow_sdist, builder=builder, refresh=again)
         except EnvError:
             return None  # cannot be resolved alone or in this pair: nothing to compare with
         return {f.name: f.version for f in res.files}
 
     out = []
     for skill in skills:
-        own = alone(decl.for_owners([skill]))
+        own = alone(decl.for_owners([skill]), refresh)
         lower = sorted(name for name, version in (own or {}).items()
                        if name in have and Version(have[name]) < Version(version))
         if not lower:
