@@ -148,19 +148,18 @@ def resolve_environment(
 
     python: Resolution | None = None
     found: tuple[Downgrade, ...] = ()
-    if isolation.auto and not chosen:
-        python = together(decl)
-        found = held_back(decl, python)
-        chosen = list(dict.fromkeys(d.skill for d in found))
-        if chosen:
-            say(f"environment: isolate: auto gives {', '.join(chosen)} an environment of its own")
-    if chosen:
+    if isolation.auto:  # merged without the skills named: who else does it hold back?
+        first = _without_python_of(decl, set(chosen))
+        python = together(first)
+        found = held_back(first, python)
+        more = [name for name in dict.fromkeys(d.skill for d in found) if name not in chosen]
+        if more:
+            say(f"environment: isolate: auto gives {', '.join(more)} an environment of its own")
+            chosen, python = chosen + more, None
+    if python is None:
         shared = _without_python_of(decl, set(chosen))
         python = together(shared)
         found = held_back(shared, python)
-    elif python is None:
-        python = together(decl)
-        found = held_back(decl, python)
     isolated = tuple(Isolated(name, together(decl.for_owners([name]))) for name in sorted(chosen))
     for d in found:
         say(f"warning: {d.message()}")
@@ -186,8 +185,8 @@ def build_environment(env: Environment, client: Any, base_image: str, *, progres
                       force: bool = False) -> str:
     """The environment image's tag: found by the environment's hash when it exists, otherwise
     every file is fetched (hash-checked) and the image built."""
-    from skillctl.env.build import IsolatedFiles, build_env_image, env_hash, existing_env_image
-    from skillctl.env.files import ensure_files
+    from skillctl.env.build import EnvFile, IsolatedFiles, build_env_image, env_hash, existing_env_image
+    from skillctl.env.files import Wanted, ensure_files
 
     if env.empty:
         return base_image
@@ -201,9 +200,6 @@ def build_environment(env: Environment, client: Any, base_image: str, *, progres
     if tag is not None:
         say(f"environment image {tag} is up to date")
         return tag
-    from skillctl.env.build import EnvFile
-    from skillctl.env.files import Wanted
-
     debs = [EnvFile(p, d.sha256, d.pin) for p, d in
             zip(ensure_files([Wanted(d.filename, d.url, d.sha256, d.size) for d in env.debian], progress=progress),
                 env.debian)]

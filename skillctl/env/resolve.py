@@ -295,11 +295,14 @@ def _who(decl: Declarations, name: str) -> str:
 
 def _problem(name: str, stderr: str, target: Target, allow_sdist: bool) -> str:
     """What is wrong with requirement ``name``, in uv's ``stderr`` of the attempt it failed."""
-    only = platform_only(stderr).get(name)
-    if only is not None:
-        systems, marker = only
+    others = platform_only(stderr)
+    if name in others:
+        systems, marker = others[name]
         return (f"{name} publishes wheels only for {systems}; add a marker `; {marker}` to the requirement or drop "
                 "it")
+    for dependency, (systems, _) in others.items():
+        return (f"{name} depends on {dependency}, which publishes wheels only for {systems}; pin a version of {name} "
+                "that does not, or drop it")
     if re.search(rf"\b{re.escape(name)} was not found in the package registry", stderr):
         return f"{name} is not on the package index; check its name"
     if not allow_sdist and ("building from source is disabled" in stderr or "no usable wheels" in stderr

@@ -39,6 +39,7 @@ def made_wheels(folder: Path) -> list[Path]:
         make_wheel(folder, "winonly", "1.0", tag="cp311-cp311-win_amd64"),
         make_wheel(folder, "macwin", "1.0", tag="cp311-cp311-macosx_11_0_arm64"),
         make_wheel(folder, "macwin", "1.0", tag="cp311-cp311-win32"),
+        make_wheel(folder, "needswin", "1.0", requires=("winonly",)),
     ]
 
 
@@ -174,6 +175,10 @@ def test_every_unresolvable_requirement_is_named_at_once_with_its_owner(merge_in
     assert "macwin publishes wheels only for Windows and macOS" in text and "declared by skill-c" in text
     assert "mergex" not in text and "\n" not in text
     assert MAX_FAILURE_ROUNDS >= 3
+    with pytest.raises(EnvError) as err:
+        resolve(decl(("needswin", "skill-a"), ("nosuchpkg", "skill-b")), TARGET, index=merge_index.url)
+    assert "needswin depends on winonly, which publishes wheels only for Windows; pin a version of needswin" in str(
+        err.value) and "--allow-sdist" not in str(err.value)
 
 
 def test_reason_keeps_uv_whole_and_cuts_a_huge_one_only_at_a_word_end():
