@@ -69,6 +69,12 @@ def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Pat
     return decl
 
 
+def _no_isolate_with_lock(lock_path: Path | None, isolate: tuple[str, ...]) -> None:
+    if lock_path is not None and isolate:
+        raise click.UsageError("--isolate-env resolves anew, and --lock resolves nothing: the lock decides (add the "
+                               "skill to skills.yaml environment: isolate, then run skillctl lock)")
+
+
 def _locked(lock_path: Path):
     from skillctl.env.prepare import locked_environment
     from skillctl.errors import EnvError
@@ -122,9 +128,12 @@ def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, isolate, ima
     from skillctl.env.target import probe_image
     from skillctl.sandbox.client import docker_client
 
+    _no_isolate_with_lock(lock_path, isolate)
     if lock_path is not None:
         env = _locked(lock_path)
         decl, doc = env.declarations, env.to_dict()
+        for d in env.downgrades:
+            progress(f"warning: {d.message()}")
     else:
         decl = _declarations(refs, registry_url, req_path)
         doc = {"declared": decl.to_dict()}
@@ -172,6 +181,7 @@ def build(refs, req_path, lock_path, force, index, allow_sdist, isolate, image, 
     from skillctl.errors import EnvError
     from skillctl.sandbox.client import docker_client
 
+    _no_isolate_with_lock(lock_path, isolate)
     base = _base_image(image)
     client = docker_client()
     if lock_path is not None:
@@ -180,9 +190,6 @@ def build(refs, req_path, lock_path, force, index, allow_sdist, isolate, image, 
         if env.target != target:
             raise EnvError(f"{lock_path} was resolved for Python {env.target.python} on {env.target.uv_platform}, "
                            f"but {base} has Python {target.python} on {target.uv_platform}; run skillctl lock again")
-        if isolate:
-            raise click.UsageError("--isolate-env resolves anew; with --lock the lock decides (skills.yaml "
-                                   "environment: isolate, then skillctl lock)")
         for d in env.downgrades:
             progress(f"warning: {d.message()}")
     else:

@@ -279,6 +279,12 @@ def run_environment_of(
     decl = declarations_of(skills, store, bundles) + (project or Declarations())
     if locked is None and decl.empty:
         return RunEnvironment(base_image)
+    not_locked = [s for s in isolation.required if locked is not None and s not in locked.isolated_skills]
+    if not_locked:
+        raise EnvError(
+            f"the lock gives no environment of its own to {', '.join(not_locked)}; add it to skills.yaml "
+            "environment: isolate: [...] and run skillctl lock (with --lock, the lock decides)"
+        )
     client = client or docker_client()
     target = probe_image(client, base_image)
     if locked is not None:
@@ -286,12 +292,6 @@ def run_environment_of(
             raise EnvError(
                 f"the lock's environment was resolved for Python {locked.target.python} on {locked.target.uv_platform}, "
                 f"but the agent image has Python {target.python} on {target.uv_platform}; run skillctl lock again"
-            )
-        not_locked = [s for s in isolation.required if s not in locked.isolated_skills]
-        if not_locked:
-            raise EnvError(
-                f"the lock gives no environment of its own to {', '.join(not_locked)}; add it to skills.yaml "
-                "environment: isolate: [...] and run skillctl lock (with --lock, the lock decides)"
             )
         missing = covers(locked.python.files, _without_python_of(decl, set(locked.isolated_skills)), target)
         for iso in locked.isolated:

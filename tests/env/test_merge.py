@@ -292,3 +292,40 @@ def test_an_isolated_skill_runs_with_its_own_venv_and_the_others_share_one(proje
     result, outputs = run_outputs(project, tmp_path, "--skill", "skill-a", "--skill", "skill-b", "--isolate-env",
                                   "skill-a", commands=["python3 /skills/skill-a/scripts/run.py"])
     assert "skill-a 2.0 /opt/skill-envs/skill-a" in outputs and "is up to date" in result.stderr, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"isolated": ["skill-a"]}, "environment.isolated is malformed"),
+    ({"isolated": {"Bad_Name": {"pylock": "x.toml"}}}, "environment.isolated: 'Bad_Name' is not a skill name"),
+    ({"isolated": {"skill-a": {}}}, "environment.isolated.skill-a names no pylock"),
+    ({"downgrades": [{"skill": "skill-a"}]}, "environment.downgrades is malformed"),
+    ({"format": 3}, "the environment section is missing its format 1"),
+])
+def test_a_malformed_isolated_or_downgrades_entry_in_the_lock_is_one_line(change, message, merge_index, cache, tmp_path):
+    lock = tmp_path / "skills.lock"
+    env = resolve_environment(DOWNGRADED, TARGET, index=merge_index.url, isolation=Isolation(("skill-a",)))
+    section = {**environment_section(env, lock), **change}
+    with pytest.raises(EnvError, match=message):
+        environment_from_section(section, lock)
+
+
+def test_isolating_for_one_run_what_the_lock_does_not_isolate_is_refused(merge_index, cache, tmp_path):
+    from skillctl.env.prepare import run_environment
+
+    lock = tmp_path / "skills.lock"
+    env = resolve_environment(DOWNGRADED, TARGET, index=merge_index.url, isolation=Isolation(("skill-a",)))
+    section = environment_section(env, lock)
+    with pytest.raises(EnvError, match=r"^the lock gives no environment of its own to skill-b; add it to skills.yaml "
+                       r"environment: isolate"):
+        run_environment([], None, "no-image-needed", lock_path=lock, lock_environment=section, isolate=("skill-b",))
+
+
+@pytest.mark.parametrize("command", ["show", "build"])
+def test_env_isolate_env_with_a_lock_is_a_usage_error(command, tmp_path):
+    from .runs import invoke
+
+    lock = tmp_path / "skills.lock"
+    lock.write_text("{}")
+    result = invoke({}, "env", command, "--lock", str(lock), "--isolate-env", "skill-a")
+    assert result.exit_code == 2 and "--isolate-env resolves anew, and --lock resolves nothing" in result.output
+    assert "Traceback" not in result.output
