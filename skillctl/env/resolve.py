@@ -10,7 +10,10 @@ the packages uv finds no wheel for are built from their sdists in throwaway cont
 offered back to uv as wheels (``sdist``), so still nothing of theirs runs on the host.
 
 A resolution is cached under the hash of its inputs (requirements, target, index, options, uv's
-version), so a second run with the same skills needs neither the index nor uv.
+version), so a second run with the same skills needs neither the index nor uv. That makes the
+check of a merge cheap: ``downgrades`` resolves each skill alone (and in pairs, to name who holds
+a package back) and lists what the merged resolution has at a lower version. A failed resolution
+names every requirement uv cannot install at once (``_failure``), and a platform-only one as such.
 """
 
 from __future__ import annotations
