@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from skillctl.env.declare import PROJECT, Declarations, Isolation, skill_declarations
-from skillctl.env.resolve import Downgrade, PackageFile, Resolution, downgrades, python_owners, resolve, uv_binary, uv_version
+from skillctl.env.resolve import (Downgrade, PackageFile, Resolution, check_requires_python, downgrades, python_owners,
+                                  resolve, uv_binary, uv_version)
 from skillctl.env.target import Target, probe_image
 from skillctl.errors import EnvError
 
@@ -113,6 +114,7 @@ def resolve_environment(
     refresh: bool = False,
     base_image: str = "",
     client: Any = None,
+    ignore_requires_python: Collection[str] = (),
     progress: Progress | None = None,
     isolation: Isolation = Isolation(),
 ) -> Environment:
@@ -140,11 +142,11 @@ def resolve_environment(
 
     def together(part: Declarations) -> Resolution:
         return resolve(part, target, index=index, allow_sdist=allow_sdist, builder=builder, refresh=refresh,
-                       progress=progress)
+                       ignore_requires_python=ignore_requires_python, progress=progress)
 
     def held_back(part: Declarations, merged: Resolution) -> tuple[Downgrade, ...]:
         return downgrades(part, merged, target, index=index, allow_sdist=allow_sdist, builder=builder, refresh=refresh,
-                          progress=progress)
+                          ignore_requires_python=ignore_requires_python, progress=progress)
 
     python: Resolution | None = None
     found: tuple[Downgrade, ...] = ()
@@ -263,6 +265,7 @@ def run_environment_of(
     allow_sdist: bool = False,
     client: Any = None,
     bundles: Mapping[str, Any] | None = None,
+    ignore_requires_python: Collection[str] = (),
     progress: Progress | None = None,
     isolation: Isolation = Isolation(),
 ) -> "RunEnvironment":
@@ -272,12 +275,15 @@ def run_environment_of(
 
     With ``locked`` (a lock's environment) nothing is resolved: the locked files are used
     exactly, and a skill that needs something the lock lacks is refused.
+
+    A skill's ``requires-python`` is held against the image's Python whether or not it declares
+    anything else (one rule), except for the skills in ``ignore_requires_python``.
     """
     from skillctl.sandbox.client import docker_client
 
     say = progress or (lambda _line: None)
     decl = declarations_of(skills, store, bundles) + (project or Declarations())
-    if locked is None and decl.empty:
+    if locked is None and decl.empty and not decl.requires_python:
         return RunEnvironment(base_image)
     not_locked = [s for s in isolation.required if locked is not None and s not in locked.isolated_skills]
     if not_locked:
@@ -287,6 +293,9 @@ def run_environment_of(
         )
     client = client or docker_client()
     target = probe_image(client, base_image)
+    check_requires_python(decl, target, ignore_requires_python, say)
+    if locked is None and decl.empty:
+        return RunEnvironment(base_image)
     if locked is not None:
         if locked.target != target:
             raise EnvError(
@@ -309,7 +318,8 @@ def run_environment_of(
         say(f"environment: {len(decl.python)} Python requirement(s), {len(decl.debian)} Debian package(s) "
             f"declared by {', '.join(decl.owners())}")
         env = resolve_environment(decl, target, index=index, allow_sdist=allow_sdist, base_image=base_image,
-                                  client=client, progress=progress, isolation=isolation)
+                                  client=client, ignore_requires_python=ignore_requires_python, progress=progress,
+                                  isolation=isolation)
     return RunEnvironment(build_environment(env, client, base_image, progress=progress), env.isolated_skills,
                           env.downgrades)
 
@@ -336,24 +346,29 @@ def lock_environment(
     index: str | None = None,
     allow_sdist: bool = False,
     client: Any = None,
+    ignore_requires_python: Collection[str] = (),
     progress: Progress | None = None,
 ) -> dict[str, Any] | None:
     """Resolve the environment of a project lock — what its ``skills`` declare (read through
     ``store``) and skills.yaml's ``environment`` section (``project_environment``) —, write the
     pylock beside ``lock_path`` and return the section for skills.lock (None when nothing is
-    declared)."""
+    declared). A ``requires-python`` the image cannot meet is refused here, at lock time, unless
+    its skill is in ``ignore_requires_python`` (which the lock then records)."""
     from skillctl.env.declare import project_declarations, project_isolation
     from skillctl.env.lock import environment_section
     from skillctl.sandbox.client import docker_client
 
     decl = declarations_of(sorted(skills, key=lambda s: s.name), store) + project_declarations(project_environment)
-    if decl.empty:
+    if decl.empty and not decl.requires_python:
         return None
     client = client or docker_client()
     target = probe_image(client, base_image)
+    check_requires_python(decl, target, ignore_requires_python, progress)
+    if decl.empty:
+        return None
     env = resolve_environment(decl, target, index=index, allow_sdist=allow_sdist, refresh=True,
-                              base_image=base_image, client=client, progress=progress,
-                              isolation=project_isolation(project_environment))
+                              base_image=base_image, client=client, ignore_requires_python=ignore_requires_python,
+                              progress=progress, isolation=project_isolation(project_environment))
     return environment_section(env, lock_path)
 
 
@@ -386,14 +401,17 @@ def run_image(skills: Sequence[Any], store: Any, base_image: str, **options: Any
 def run_environment(skills: Sequence[Any], store: Any, base_image: str, *, lock_path: Any = None,
                     lock_environment: Any = None, project_environment: Any = None, index: str | None = None,
                     allow_sdist: bool = False, bundles: Mapping[str, Any] | None = None,
-                    progress: Progress | None = None, isolate: Sequence[str] = ()) -> RunEnvironment:
+                    ignore_requires_python: Collection[str] = (), progress: Progress | None = None,
+                    isolate: Sequence[str] = ()) -> RunEnvironment:
     """The image ``skillctl run`` starts for ``skills``: with a lock (its ``environment``
     section, the pylock beside ``lock_path``), exactly its environment; otherwise what the skills
     declare plus the project's ``environment:`` section (``project_environment``, for a run in a
     project without a lock), resolved and built on first use, cached after. ``bundles``: the skills' contents
     the run already verified (``runtime.loader.fetch_bundles``), by digest, so no bundle is
-    fetched twice. ``isolate``: skills to give a venv of their own for this run
-    (``--isolate-env``), beside those skills.yaml's ``environment.isolate`` names."""
+    fetched twice. ``ignore_requires_python``: skills whose ``requires-python`` is not held
+    against the image (the run's option, the lock's record, skills.yaml's list). ``isolate``:
+    skills to give a venv of their own for this run (``--isolate-env``), beside those
+    skills.yaml's ``environment.isolate`` names."""
     from skillctl.env.declare import Declarations, project_declarations, project_isolation
 
     locked = locked_environment(lock_environment, lock_path) if lock_path is not None else None
@@ -404,4 +422,5 @@ def run_environment(skills: Sequence[Any], store: Any, base_image: str, *, lock_
     if not skills and locked is None and project.empty:
         return RunEnvironment(base_image)
     return run_environment_of(skills, store, base_image=base_image, project=project, locked=locked, index=index,
-                              allow_sdist=allow_sdist, bundles=bundles, progress=progress, isolation=isolation)
+                              allow_sdist=allow_sdist, bundles=bundles, ignore_requires_python=ignore_requires_python,
+                              progress=progress, isolation=isolation)
