@@ -24,7 +24,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,10 +63,31 @@ class ImportUse:
     file: str  # POSIX path relative to the skill
     line: int
     column: int  # 1-based
+    # In a ``try:`` whose handler catches ImportError (ModuleNotFoundError, Exception, a bare
+    # ``except:``), or in the handler of one: the script runs without it.
+    caught: bool = False
+    # The environment marker under which the import runs, from the ``if`` on a platform check
+    # around it (``sys_platform == "win32"``), or of a platform-only distribution (pywin32).
+    marker: str | None = None
+    on_linux: bool = field(default=True, compare=False)  # whether the marker holds in the agent image
 
     @property
     def distribution(self) -> str:
         return distribution_for(self.module)
+
+    @property
+    def top(self) -> str:
+        return self.module.partition(".")[0]
+
+    @property
+    def optional(self) -> bool:
+        """The script runs without it: guarded by an ImportError handler or a platform check."""
+        return self.caught or self.marker is not None
+
+    @property
+    def needed(self) -> bool:
+        """Imported, unguarded, when the script runs in the (Linux) agent image."""
+        return not self.caught and self.on_linux
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -77,30 +98,216 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
+# --- guards ------------------------------------------------------------------------------------
+# A platform check is kept as a small tree — ("==" | "!=", variable, value) or ("and" | "or", a,
+# b) — because PEP 508 markers have no ``not``: the else branch gets the negation by De Morgan.
+Marker = tuple
+_LINUX = {"sys_platform": "linux", "os_name": "posix", "platform_system": "Linux"}
+# sys.platform.startswith(PREFIX) -> the sys.platform value it stands for
+_PLATFORM_PREFIXES = {"win": "win32", "win32": "win32", "linux": "linux", "darwin": "darwin", "cygwin": "cygwin"}
+_SYSTEMS = {"windows": "Windows", "darwin": "Darwin", "linux": "Linux", "java": "Java"}
+# Distributions that exist for one platform only: never an unmarked requirement.
+PLATFORM_ONLY: dict[str, Marker] = {
+    **{d: ("==", "sys_platform", "win32") for d in (
+        "pywin32", "pywin32-ctypes", "pywinauto", "comtypes", "wmi", "winshell", "pypiwin32", "windows-curses")},
+    **{d: ("==", "sys_platform", "darwin") for d in (
+        "pyobjc", "pyobjc-core", "pyobjc-framework-cocoa", "pyobjc-framework-quartz", "rumps")},
+}
+# Handlers that catch a failed import
+_CATCHING = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
+def _negate(m: Marker) -> Marker:
+    if m[0] in ("==", "!="):
+        return ("!=" if m[0] == "==" else "==", m[1], m[2])
+    return ("or" if m[0] == "and" else "and", _negate(m[1]), _negate(m[2]))
+
+
+def _both(a: Marker | None, b: Marker | None, op: str = "and") -> Marker | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return (op, a, b)
+
+
+def marker_text(m: Marker, outer: str = "") -> str:
+    if m[0] in ("==", "!="):
+        return f'{m[1]} {m[0]} "{m[2]}"'
+    text = f"{marker_text(m[1], m[0])} {m[0]} {marker_text(m[2], m[0])}"
+    return f"({text})" if outer and outer != m[0] else text
+
+
+def _holds(m: Marker, env: dict[str, str]) -> bool:
+    if m[0] == "==":
+        return env[m[1]] == m[2]
+    if m[0] == "!=":
+        return env[m[1]] != m[2]
+    return (_holds(m[1], env) and _holds(m[2], env)) if m[0] == "and" else (_holds(m[1], env) or _holds(m[2], env))
+
+
+def _dotted(node: ast.expr) -> str:
+    import ast
+
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
+    return ""
+
+
+def _variable(node: ast.expr) -> tuple[str, bool] | None:
+    """(marker variable, compared lower-cased) for ``sys.platform``, ``os.name``,
+    ``platform.system()`` and ``platform.system().lower()``."""
+    import ast
+
+    lower = False
+    if isinstance(node, ast.Call) and not node.args and isinstance(node.func, ast.Attribute) and node.func.attr == "lower":
+        node, lower = node.func.value, True
+    if isinstance(node, ast.Call) and not node.args and _dotted(node.func) == "platform.system":
+        return "platform_system", lower
+    name = _dotted(node)
+    if name == "sys.platform":
+        return "sys_platform", lower
+    if name == "os.name":
+        return "os_name", lower
+    return None
+
+
+def _value(var: str, lower: bool, text: str) -> str:
+    return _SYSTEMS.get(text.lower(), text) if var == "platform_system" and lower else text
+
+
+def _strings(node: ast.expr) -> list[str] | None:
+    import ast
+
+    items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+    if not items or not all(isinstance(i, ast.Constant) and isinstance(i.value, str) for i in items):
+        return None
+    return [i.value for i in items]
+
+
+def _any_of(var: str, values: list[str]) -> Marker:
+    m: Marker = ("==", var, values[0])
+    for v in values[1:]:
+        m = ("or", m, ("==", var, v))
+    return m
+
+
+def _platform(test: ast.expr, named: dict[str, Marker]) -> Marker | None:
+    """The marker a platform check stands for, None when ``test`` is not (only) one."""
+    import ast
+
+    if isinstance(test, ast.Name):
+        return named.get(test.id)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _platform(test.operand, named)
+        return None if inner is None else _negate(inner)
+    if isinstance(test, ast.BoolOp):
+        parts = [_platform(v, named) for v in test.values]
+        if any(p is None for p in parts):
+            return None
+        op = "and" if isinstance(test.op, ast.And) else "or"
+        out = parts[0]
+        for p in parts[1:]:
+            out = (op, out, p)
+        return out
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr == "startswith" \
+            and len(test.args) == 1 and _dotted(test.func.value) == "sys.platform":
+        prefixes = _strings(test.args[0])
+        values = [_PLATFORM_PREFIXES.get(p) for p in prefixes or []]
+        return _any_of("sys_platform", values) if values and None not in values else None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        found = _variable(left)
+        if found is None and isinstance(op, (ast.Eq, ast.NotEq)):
+            found, left, right = _variable(right), right, left
+        if found is None:
+            return None
+        var, lower = found
+        values = _strings(right)
+        if not values:
+            return None
+        values = [_value(var, lower, v) for v in values]
+        if isinstance(op, (ast.Eq, ast.In)):
+            return _any_of(var, values)
+        if isinstance(op, (ast.NotEq, ast.NotIn)):
+            return _negate(_any_of(var, values))
+    return None
+
+
+def _body_marker(test: ast.expr, named: dict[str, Marker]) -> Marker | None:
+    """What holds inside the body of ``if test:``: the whole test, or the platform checks
+    among the terms of an ``and``."""
+    import ast
+
+    whole = _platform(test, named)
+    if whole is not None or not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
+        return whole
+    out = None
+    for value in test.values:
+        out = _both(out, _platform(value, named))
+    return out
+
+
+def _catches_imports(handler: ast.ExceptHandler) -> bool:
+    import ast
+
+    if handler.type is None:
+        return True
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(_dotted(k).rpartition(".")[2] in _CATCHING for k in kinds)
+
+
+def _named_checks(tree: ast.AST) -> dict[str, Marker]:
+    """Module-level flags set from a platform check: ``IS_WINDOWS = sys.platform == "win32"``."""
+    import ast
+
+    named: dict[str, Marker] = {}
+    for node in getattr(tree, "body", []):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            m = _platform(node.value, named)
+            if m is not None:
+                named[node.targets[0].id] = m
+    return named
+
+
 # Import statements are statements: they sit only in the statement lists of other statements
 # (and of except clauses and match cases), so the walk never descends into expressions.
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
-def _imports(tree: ast.AST) -> Iterable[tuple[str, int, int]]:
-    """(module, line, column) of every absolute import, skipping ``if TYPE_CHECKING:`` blocks."""
+def _imports(tree: ast.AST) -> Iterable[tuple[str, int, int, bool, Marker | None]]:
+    """(module, line, column, caught, marker) of every absolute import, skipping ``if
+    TYPE_CHECKING:`` blocks; ``caught`` and ``marker`` say what guards it (see ImportUse)."""
     import ast
 
-    stack: list[ast.AST] = [tree]
+    named = _named_checks(tree)
+    stack: list[tuple[ast.AST, bool, Marker | None]] = [(tree, False, None)]
     while stack:
-        node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            stack.extend(node.orelse)
+        node, caught, marker = stack.pop()
+        if isinstance(node, ast.If):
+            if _is_type_checking(node.test):
+                stack.extend((n, caught, marker) for n in node.orelse)
+                continue
+            inside = _body_marker(node.test, named)
+            whole = _platform(node.test, named)
+            stack.extend((n, caught, _both(marker, inside)) for n in node.body)
+            stack.extend((n, caught, _both(marker, None if whole is None else _negate(whole))) for n in node.orelse)
+            continue
+        if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            guarded = caught or any(_catches_imports(h) for h in node.handlers)
+            stack.extend((n, guarded, marker) for n in node.body + node.handlers)
+            stack.extend((n, caught, marker) for n in node.orelse + node.finalbody)
             continue
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield alias.name, node.lineno, node.col_offset + 1
+                yield alias.name, node.lineno, node.col_offset + 1, caught, marker
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            yield node.module, node.lineno, node.col_offset + 1
+            yield node.module, node.lineno, node.col_offset + 1, caught, marker
         for name in _BODIES:
             children = getattr(node, name, None)
             if isinstance(children, list):
-                stack.extend(children)
+                stack.extend((n, caught, marker) for n in children)
 
 
 # --- the scanner -------------------------------------------------------------------------------
@@ -139,6 +346,12 @@ _NESTING_FSTRINGS = sys.version_info >= (3, 12)
 _FSTRING_RE = re.compile(f"(?<!{_IDC})[rRbBuU]?[fFtT][rRbB]?['\"]") if _NESTING_FSTRINGS else None
 
 
+# The scanner sees no blocks: a file that may guard an import (or hide one from type checkers)
+# gets the full parse, whose walk tracks the guards. Cheap substring tests.
+_GUARD_WORDS = (b"TYPE_CHECKING", b"ImportError", b"ModuleNotFoundError", b"sys.platform", b"os.name",
+                b"platform.system", b"except:", b"except Exception", b"BaseException")
+
+
 def _is_utf8(encoding: str) -> bool:
     name = encoding.lower().replace("_", "-")
     return name in ("utf-8", "utf8") or name.startswith("utf-8-")
@@ -148,7 +361,7 @@ def _scan(data: bytes) -> list[tuple[str, int, int]] | None:
     """The (module, line, column) of every absolute import of ``data`` — exactly what the walk
     over ``ast.parse(data)`` yields, provided the file parses — or None when only the full
     parse can tell (see the module's docstring)."""
-    if b"TYPE_CHECKING" in data:
+    if any(word in data for word in _GUARD_WORDS):
         return None
     try:
         text = data.decode("utf-8")
@@ -246,20 +459,25 @@ def third_party_imports(
             continue  # the validator reports unreadable files itself
         if len(data) > MAX_SCRIPT_BYTES or not is_python_script(rel, data[:256]):
             continue
-        imports = _scan(data)
-        parsed = imports is None
-        if imports is None:
+        scanned = _scan(data)
+        parsed = scanned is None
+        if scanned is None:
             import ast
 
             try:
                 imports = list(_imports(ast.parse(data, filename=rel)))
             except (SyntaxError, ValueError):
                 continue
+        else:
+            imports = [(module, line, col, False, None) for module, line, col in scanned]
         uses = []
-        for module, line, col in imports:
+        for module, line, col, caught, marker in imports:
             top = module.partition(".")[0]
             if top not in stdlib and top not in local:
-                use = ImportUse(module, rel, line, col)
+                if marker is None:
+                    marker = PLATFORM_ONLY.get(_canonical(distribution_for(module)))
+                use = ImportUse(module, rel, line, col, caught, None if marker is None else marker_text(marker),
+                                True if marker is None else _holds(marker, _LINUX))
                 if wanted is None or wanted(use):
                     uses.append(use)
         if uses and (parsed or _parses(data, rel)):
