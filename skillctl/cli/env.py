@@ -272,9 +272,15 @@ def prune(everything, bases, lock_paths, keep_within, dry_run, image, fmt) -> No
 @library_errors
 def infer(skill, style, registry_url, fmt) -> None:
     """Suggest the declaration for SKILL (a folder, or a registry reference NAME[@RANGE]): what it
-    declares plus what its scripts import that nothing declares (by the import-name →
-    distribution map; stdlib and the skill's own modules left out). Review the result: versions
-    are for you to bound."""
+    declares plus what its scripts import that nothing declares (stdlib and the skill's own
+    modules left out). Each import's distribution comes from a declaration, an install line of
+    the skill's own text (`pip install fair-esm`), the import-name map, or — a guess, marked
+    "unknown — check" — the import's own name. Imports under a platform check get its marker
+    (`pywin32; sys_platform == "win32"`); those under an ImportError handler are optional and
+    only noted, unless the skill's text asks to install them. Review the result: versions are
+    for you to bound. JSON: {declared, missing, optional, unknown, imports: [{module, file,
+    line, distribution, provenance, certain, why, optional, caught, marker, needed, evidence}],
+    pep723, requirements}."""
     import tempfile
 
     from skillctl.bundle import collect_files
@@ -287,17 +293,30 @@ def infer(skill, style, registry_url, fmt) -> None:
         if fmt == "json":
             emit_json({
                 "declared": list(result.declared), "missing": list(result.missing),
-                "imports": [{"module": u.module, "distribution": u.distribution, "file": u.file, "line": u.line}
-                            for u in result.uses],
+                "optional": list(result.optional), "unknown": list(result.unknown),
+                "imports": [c.to_dict() for c in result.choices],
                 "pep723": result.pep723_block(), "requirements": result.requirements(),
             })
             return
         if style == "requirements":
-            click.echo("\n".join(result.requirements()))
+            click.echo("\n".join(result.requirement_lines()))
         else:
             click.echo(result.pep723_block(), nl=False)
-        for u in result.uses:
-            progress(f"{shown}/{u.file}:{u.line}: imports {u.module} -> {u.distribution}")
+        for c in result.choices:
+            u = c.use
+            if c.provenance == "declared":
+                continue
+            guard = []
+            if u.caught:
+                guard.append("guarded by an ImportError handler")
+            if u.marker:
+                guard.append(f"only when {u.marker}")
+            guarded = f" ({'; '.join(guard)})" if guard else ""
+            target = c.distribution or "?"
+            progress(f"{shown}/{u.file}:{u.line}: imports {u.module} -> {target}{guarded}: {c.why}")
+        for dist in result.optional:
+            where = ", ".join(f"{c.use.file}:{c.use.line}" for c in result.choices if c.distribution == dist)
+            progress(f"optional: {dist} (imported under an ImportError guard at {where}), not added")
 
 
 def _skill_folder(skill: str, registry_url: str | None, scratch: Path) -> tuple[Path, str]:

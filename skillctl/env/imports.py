@@ -46,15 +46,30 @@ def import_map() -> dict[str, str]:
     return dict(json.loads(_MAP_FILE.read_text("utf-8"))["names"])
 
 
-def distribution_for(module: str) -> str:
-    """The distribution that provides ``module`` (dotted), by the longest matching map key."""
+@lru_cache(maxsize=1)
+def alternatives_map() -> dict[str, tuple[str, ...]]:
+    """Import name -> other distributions known to provide it (forks, headless builds)."""
+    import json
+
+    return {k: tuple(v) for k, v in json.loads(_MAP_FILE.read_text("utf-8")).get("also", {}).items()}
+
+
+def mapped(module: str) -> str | None:
+    """The distribution the shipped map gives for ``module`` (dotted), by the longest matching
+    key; None when the map does not know it."""
     names = import_map()
     parts = module.split(".")
     for end in range(len(parts), 0, -1):
         hit = names.get(".".join(parts[:end]))
         if hit:
             return hit
-    return parts[0]
+    return None
+
+
+def distribution_for(module: str) -> str:
+    """The distribution that provides ``module`` (dotted), by the longest matching map key; a
+    name the map does not know is taken to be its own distribution name (a guess)."""
+    return mapped(module) or module.split(".")[0]
 
 
 @dataclass(frozen=True)
@@ -488,11 +503,51 @@ def third_party_imports(
 def undeclared_imports(
     paths: Iterable[str], read: Callable[[str], bytes], declared: Iterable[str]
 ) -> list[ImportUse]:
-    """Imports whose distribution is not among ``declared`` (distribution names, any spelling)."""
+    """Imports that no distribution among ``declared`` (distribution names, any spelling)
+    provides: neither the one the import maps to, nor one that plausibly provides it."""
     have = {_canonical(d) for d in declared}
     if not have:
         return third_party_imports(paths, read)
-    return third_party_imports(paths, read, lambda u: _canonical(u.distribution) not in have)
+    return third_party_imports(paths, read, lambda u: _declared_for(u, have) is None)
+
+
+def _declared_for(use: ImportUse, have: Iterable[str]) -> str | None:
+    """The declared distribution (canonical) that provides ``use``, if any."""
+    have = set(have)
+    dist = _canonical(use.distribution)
+    if dist in have:
+        return dist
+    return next((d for d in sorted(have) if plausible(use.module, d)), None)
+
+
+def plausible(module: str, distribution: str) -> bool:
+    """Whether ``distribution`` plausibly provides ``module``: the map says so (its entry or a
+    known alternative), the names match after normalisation (``tdc`` / PyTDC, ``yaml`` /
+    PyYAML), or the distribution's name holds the import name as a word (``esm`` / fair-esm).
+    Never a looser guess: a wrong answer here silences a real warning."""
+    dist = _canonical(distribution)
+    top = module.partition(".")[0]
+    hit = mapped(module)
+    if hit and _canonical(hit) == dist:
+        return True
+    if dist in {_canonical(a) for a in alternatives_map().get(top, ())}:
+        return True
+    return _same_name(top, dist) or _word_in(top, dist)
+
+
+def _squash(name: str) -> str:
+    return _SEPARATORS_RE.sub("", name).lower()
+
+
+def _same_name(top: str, dist: str) -> bool:
+    imp, d = _squash(top), _squash(dist)
+    return d in (imp, "py" + imp, "python" + imp, imp + "py", imp + "python")
+
+
+def _word_in(top: str, dist: str) -> bool:
+    words, wanted = _canonical(dist).split("-"), [w for w in top.lower().split("_") if w]
+    n = len(wanted)
+    return n > 0 and len(top) >= 3 and any(words[i:i + n] == wanted for i in range(len(words) - n + 1))
 
 
 _SEPARATORS_RE = re.compile(r"[-_.]+")
@@ -527,11 +582,225 @@ def _scripts_kept(read: Callable[[str], bytes]) -> Callable[[str], bytes]:
     return read_once
 
 
+# --- evidence from the skill's own text --------------------------------------------------------
+# ``pip install X``, ``pip3 install``, ``python -m pip install``, ``uv pip install``, ``uv add``,
+# ``pipx install``: in a line of prose, a code block or a shell script, up to what ends a shell
+# command (``;``, ``&&``, ``|``, a comment, a closing backtick or parenthesis).
+_INSTALL_RE = re.compile(
+    r"(?<![\w.-])(?P<command>(?:(?:python[\d.]*\s+|py\s+)?-m\s+pip|pip3?(?:\.\d+)?|uv\s+pip|uv|pipx)"
+    r"\s+(?:install|add)(?![\w-]))(?P<args>[^\n`;|&#)]*)"
+)
+_TEXT_SUFFIXES = (".md", ".txt", ".sh", ".rst")
+# Scripts too: "Run: pip install pymupdf" in a message says what the script needs.
+_INSTALL_SUFFIXES = _TEXT_SUFFIXES + (".py",)
+# Options that take a value (the value is not a distribution)
+_VALUED = frozenset("""-r --requirement -c --constraint -e --editable -i --index-url --extra-index-url -f --find-links
+    -t --target --prefix --root --python -p --platform --python-version --implementation --abi --upgrade-strategy
+    --src --cache-dir --trusted-host --proxy --index --default-index --group --optional --extra --python-platform
+    --build-constraint --overrides --no-binary --only-binary --config-file --log --progress-bar --suffix
+    --pip-args --spec""".split())
+_NAME_RE = re.compile(r"^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$")
+
+
+@dataclass(frozen=True)
+class InstallLine:
+    """A distribution the skill's text tells its user to install."""
+
+    requirement: str  # as written: "fair-esm", "fair-esm[esmfold]>=2.0"
+    name: str  # its distribution name
+    file: str
+    line: int
+    command: str  # "pip install fair-esm"
+
+    def where(self) -> str:
+        return f"{self.file}:{self.line} `{self.command}`"
+
+
+def _arguments(args: str) -> list[str]:
+    import shlex
+
+    try:
+        return shlex.split(args)
+    except ValueError:  # an unbalanced quote in prose
+        return args.split()
+
+
+def install_lines(paths: Iterable[str], read: Callable[[str], bytes]) -> list[InstallLine]:
+    """Every distribution named by an install command in the skill's .md, .txt, .sh, .rst and
+    .py files (options and their values, paths, URLs and placeholders skipped; extras and
+    version specifiers kept), in file and line order."""
+    found: list[InstallLine] = []
+    for rel in sorted(paths):
+        if not rel.endswith(_INSTALL_SUFFIXES):
+            continue
+        try:
+            data = read(rel)
+        except OSError:
+            continue
+        if b"install" not in data and b"uv add" not in data:
+            continue
+        text = data.decode("utf-8", "replace")
+        for m in _INSTALL_RE.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            words = _arguments(m.group("args"))
+            skip = False
+            named = []
+            for word in words:
+                if skip:
+                    skip = False
+                    continue
+                if word.startswith("-"):
+                    skip = word in _VALUED
+                    continue
+                req = _requirement(word.rstrip(".,:;!?*"))
+                if req is not None:
+                    named.append(req)
+            if named:
+                command = " ".join([" ".join(m.group("command").split())] + [r for r, _ in named])
+                found += [InstallLine(r, n, rel, line, command) for r, n in named]
+    return found
+
+
+def _requirement(word: str) -> tuple[str, str] | None:
+    """(requirement, name) when ``word`` is a requirement a user would type, else None."""
+    if not word or any(c in word for c in "/\\:$<>{}'\"@") or word.startswith(".") or \
+            word.endswith((".whl", ".tar.gz", ".zip", ".txt", ".toml", ".py")) or word.lower() in ("pip", "install"):
+        return None
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        req = Requirement(word)
+    except InvalidRequirement:
+        return None
+    if not _NAME_RE.match(req.name) or req.url:
+        return None
+    return word, req.name
+
+
+# --- which distribution, and how sure ---------------------------------------------------------
+PROVENANCES = ("declared", "text", "map", "name", "local")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The distribution an import is taken to come from, and why.
+
+    ``provenance``: ``declared`` (a declared requirement provides it), ``text`` (an install line
+    of the skill's own text names it), ``map`` (the shipped import-name map), ``name`` (the
+    import's own name — a guess), ``local`` (the skill's own module, referenced by its text but
+    not shipped: no distribution at all).
+    """
+
+    use: ImportUse
+    distribution: str | None
+    provenance: str
+    evidence: InstallLine | None = None
+
+    @property
+    def wanted(self) -> bool:
+        """Worth declaring: imported unguarded, or guarded but named by the skill's install lines
+        (a script that guards its core imports to print "pip install …" still needs them)."""
+        return not self.use.caught or self.evidence is not None
+
+    @property
+    def certain(self) -> bool:
+        return self.provenance in ("declared", "text", "map")
+
+    @property
+    def why(self) -> str:
+        if self.provenance == "declared":
+            return "declared"
+        if self.provenance == "text":
+            return f"from {self.evidence.where()}"
+        if self.provenance == "map":
+            return "by the import-name map" + (f", as {self.evidence.where()}" if self.evidence else "")
+        if self.provenance == "local":
+            return f"unknown — check: the skill refers to its own {self.use.top}.py, which it does not ship"
+        return "unknown — check: no map entry, guessed from the import name"
+
+    def to_dict(self) -> dict[str, object]:
+        u = self.use
+        return {"module": u.module, "file": u.file, "line": u.line, "distribution": self.distribution,
+                "provenance": self.provenance, "certain": self.certain, "why": self.why,
+                "optional": u.optional, "caught": u.caught, "marker": u.marker, "needed": u.needed,
+                "evidence": None if self.evidence is None else {
+                    "file": self.evidence.file, "line": self.evidence.line, "command": self.evidence.command}}
+
+
+def _mentions(paths: Iterable[str], read: Callable[[str], bytes], names: set[str]) -> set[str]:
+    """Which of ``names`` the skill's text or scripts refer to as its own file (``icons.py``)."""
+    if not names:
+        return set()
+    pattern = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(n) for n in sorted(names)) + r")\.py(?![\w])")
+    hit: set[str] = set()
+    for rel in paths:
+        if not rel.endswith(_TEXT_SUFFIXES + (".py",)):
+            continue
+        try:
+            text = read(rel).decode("utf-8", "replace")
+        except OSError:
+            continue
+        hit.update(m.group(1) for m in pattern.finditer(text))
+    return hit
+
+
+def choose(uses: Iterable[ImportUse], declared: Iterable[str], evidence: Iterable[InstallLine],
+           local_refs: Iterable[str] = ()) -> list[Choice]:
+    """The distribution of each use, with its provenance (see ``Choice``)."""
+    have = {_canonical(d): d for d in declared}
+    lines = list(evidence)
+    named = {_canonical(e.name) for e in lines}
+    local = set(local_refs)
+    out = []
+    for use in uses:
+        hit = _declared_for(use, have)
+        if hit is not None:
+            out.append(Choice(use, have[hit], "declared"))
+            continue
+        dist = mapped(use.module)
+        if dist is not None and _canonical(dist) in named:
+            out.append(Choice(use, dist, "map", next(e for e in lines if _canonical(e.name) == _canonical(dist))))
+            continue
+        # Against a map entry only a close match counts; a name guess yields to any plausible one.
+        close = [e for e in lines if _same_name(use.top, e.name)
+                 or _canonical(e.name) in {_canonical(a) for a in alternatives_map().get(use.top, ())}]
+        loose = [] if dist is not None else [e for e in lines if _word_in(use.top, e.name)]
+        pick = (close or loose or [None])[0]
+        if pick is not None:
+            out.append(Choice(use, pick.name, "text", pick))
+        elif dist is not None:
+            out.append(Choice(use, dist, "map"))
+        elif use.top in local:
+            out.append(Choice(use, None, "local"))
+        else:
+            out.append(Choice(use, use.top, "name"))
+    return out
+
+
+def choices_for_folder(folder: Path, owner: str, paths: Iterable[str],
+                       read: Callable[[str], bytes] | None = None) -> list[Choice]:
+    """Every third-party import of a skill with the distribution it is taken to come from."""
+    paths = list(paths)
+    read = read or _scripts_kept(folder_reader(folder))
+    decl = skill_declarations(owner, paths, read, requirement_name)
+    return choices_of(paths, read, [d.requirement for d in decl.python])
+
+
+def choices_of(paths: list[str], read: Callable[[str], bytes], declared: list[str]) -> list[Choice]:
+    uses = third_party_imports(paths, read)
+    if not uses:
+        return []
+    unmapped = {u.top for u in uses if mapped(u.module) is None}
+    return choose(uses, declared, install_lines(paths, read), _mentions(paths, read, unmapped))
+
+
 def check_folder(folder: Path, shown: str, paths: Iterable[str], owner: str) -> list[tuple[str, str, str, int, int]]:
     """Findings for the validator as (code, message, file shown, line, column) tuples.
 
-    SK251: a script imports a module no declared requirement provides; SK252: the skill's own
-    declaration (PEP 723 block, requirements.txt) cannot be used.
+    SK251: a script imports, unguarded, a module no declared requirement provides (an import
+    the script guards — ImportError handler, or a platform check that does not hold on Linux —
+    is optional and not reported); SK252: the skill's own declaration (PEP 723 block,
+    requirements.txt) cannot be used.
     """
     paths = list(paths)
     read = _scripts_kept(folder_reader(folder))
@@ -540,20 +809,28 @@ def check_folder(folder: Path, shown: str, paths: Iterable[str], owner: str) -> 
     except EnvError as exc:
         return [("SK252", f"{exc}", shown, 0, 0)]
     declared = [d.requirement for d in decl.python]  # names
+    uses = [u for u in undeclared_imports(paths, read, declared) if u.on_linux]
+    if not uses:
+        return []
+    unmapped = {u.top for u in uses if mapped(u.module) is None}
     out = []
     reported: set[tuple[str, str]] = set()
-    for use in undeclared_imports(paths, read, declared):
-        key = (use.file, use.distribution)
+    for c in choose(uses, declared, install_lines(paths, read), _mentions(paths, read, unmapped)):
+        use = c.use
+        if not c.wanted:
+            continue  # optional: guarded by an ImportError handler, and the text does not ask for it
+        key = (use.file, c.distribution or use.top)
         if key in reported:
             continue
         reported.add(key)
-        top = use.module.split(".")[0]
-        out.append((
-            "SK251",
-            f"imports '{top}' but no declared requirement provides it; declare '{use.distribution}' in a "
-            "PEP 723 block or requirements.txt (`skillctl env infer` prints one)",
-            f"{shown}/{use.file}", use.line, use.column,
-        ))
+        if c.provenance == "local":
+            message = (f"imports '{use.top}', which looks like the skill's own module (its text refers to "
+                       f"{use.top}.py) but is not in the skill; ship it, or declare the distribution that provides it")
+        else:
+            why = {"text": f" ({c.why})", "name": " (a guess from the import name: check it)"}.get(c.provenance, "")
+            message = (f"imports '{use.top}' but no declared requirement provides it; declare '{c.distribution}'{why} "
+                       "in a PEP 723 block or requirements.txt (`skillctl env infer` prints one)")
+        out.append(("SK251", message, f"{shown}/{use.file}", use.line, use.column))
     return out
 
 
@@ -568,11 +845,20 @@ class Inferred:
     """What ``skillctl env infer`` suggests for one skill."""
 
     declared: tuple[str, ...]  # requirements the skill already declares
-    missing: tuple[str, ...]  # distributions its scripts import that nothing declares
-    uses: tuple[ImportUse, ...]
+    missing: tuple[str, ...]  # requirements for what its scripts import that nothing declares (markers kept)
+    uses: tuple[ImportUse, ...]  # the undeclared imports
+    choices: tuple[Choice, ...] = ()  # every third-party import, with its distribution and provenance
+    optional: tuple[str, ...] = ()  # distributions only imported under an ImportError guard: not added
+    unknown: tuple[str, ...] = ()  # distributions in ``missing`` that are guesses, and missing local modules
 
     def requirements(self) -> list[str]:
         return list(self.declared) + list(self.missing)
+
+    def _comment(self, requirement: str) -> str:
+        return "  # unknown — check" if requirement.split(";")[0].strip() in self.unknown else ""
+
+    def requirement_lines(self) -> list[str]:
+        return list(self.declared) + [m + self._comment(m) for m in self.missing]
 
     def pep723_block(self, requires_python: str | None = None) -> str:
         lines = ["# /// script"]
@@ -581,7 +867,7 @@ class Inferred:
         reqs = self.requirements()
         if reqs:
             lines.append("# dependencies = [")
-            lines += [f'#     "{r}",' for r in reqs]
+            lines += [f"#     {_toml_string(r)},{self._comment(r) if r in self.missing else ''}" for r in reqs]
             lines.append("# ]")
         else:
             lines.append("# dependencies = []")
@@ -589,11 +875,44 @@ class Inferred:
         return "\n".join(lines) + "\n"
 
 
+def _toml_string(text: str) -> str:
+    """A TOML string for a requirement: a literal one ('…') when it holds a marker's quotes."""
+    if '"' in text and "'" not in text:
+        return f"'{text}'"
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _requirement_of(dist: str, choices: list[Choice]) -> str | None:
+    """One requirement for a distribution from all the imports of it: unmarked when any of them
+    is needed everywhere, else under the markers of its platform checks; None when every use is
+    caught (optional)."""
+    kept = [c for c in choices if c.wanted]
+    if not kept:
+        return None
+    base = next((c.evidence.requirement for c in choices if c.evidence is not None and c.provenance == "text"), dist)
+    markers = sorted({c.use.marker for c in kept})
+    if None in markers:
+        return base
+    joined = " or ".join(f"({m})" if " and " in m or " or " in m else m for m in markers)
+    return f"{base}; {joined}"
+
+
 def infer(folder: Path, owner: str, paths: Iterable[str]) -> Inferred:
     paths = list(paths)
     read = folder_reader(folder)
     decl: Declarations = skill_declarations(owner, paths, read)
     declared = tuple(dict.fromkeys(d.requirement for d in decl.python))
-    uses = undeclared_imports(paths, read, [_name(r) for r in declared])
-    missing = tuple(sorted({u.distribution for u in uses}, key=str.lower))
-    return Inferred(declared, missing, tuple(uses))
+    choices = choices_of(paths, read, [_name(r) for r in declared])
+    by_dist: dict[str, list[Choice]] = {}
+    for c in choices:
+        if c.provenance not in ("declared", "local"):
+            by_dist.setdefault(c.distribution, []).append(c)
+    missing, optional = [], []
+    for dist in sorted(by_dist, key=str.lower):
+        req = _requirement_of(dist, by_dist[dist])
+        (optional if req is None else missing).append(dist if req is None else req)
+    guessed = {c.distribution for c in choices if c.provenance == "name"}
+    local = {c.use.top for c in choices if c.provenance == "local"}
+    unknown = tuple(sorted(guessed - set(optional), key=str.lower)) + tuple(sorted(local))
+    uses = tuple(c.use for c in choices if c.provenance != "declared")
+    return Inferred(declared, tuple(missing), uses, tuple(choices), tuple(optional), unknown)
