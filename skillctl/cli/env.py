@@ -28,12 +28,13 @@ def _base_image(image: str | None) -> str:
     return image or ensure_image(progress=progress)
 
 
-def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Path | None):
+def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Path | None, imports: list | None = None):
     """Declarations of REFs — skill folders (for authors) or registry references — plus the
-    project's skills.yaml environment when given."""
+    project's skills.yaml environment when given; ``imports`` (a list) gets each skill's
+    third-party imports as (skill, Choice)."""
     from skillctl.env.declare import Declarations, project_declarations, skill_declarations
     from skillctl.env.imports import folder_reader
-    from skillctl.env.prepare import declarations_of
+    from skillctl.env.prepare import declarations_of, skill_imports
     from skillctl.project.spec import load_project
 
     decl = Declarations()
@@ -44,12 +45,16 @@ def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Pat
             from skillctl.bundle import collect_files
 
             files = [f.path for f in collect_files(folder)]
-            decl = decl + skill_declarations(folder.resolve().name, files, folder_reader(folder))
+            owner = folder.resolve().name
+            declared = skill_declarations(owner, files, folder_reader(folder))
+            decl = decl + declared
+            if imports is not None:
+                imports += skill_imports(owner, files, folder_reader(folder), declared)
         else:
             refs_in_registry.append(ref)
     if refs_in_registry:
         reg = open_registry_for_cli(registry_url)
-        decl = decl + declarations_of([reg.resolve(r) for r in refs_in_registry], reg)
+        decl = decl + declarations_of([reg.resolve(r) for r in refs_in_registry], reg, imports=imports)
     if req_path is not None:  # the project's declarations merge last
         decl = decl + project_declarations(load_project(req_path).environment, str(req_path))
     return decl
@@ -99,16 +104,21 @@ def resolving_command(extra: click.Option):
 @resolving_command(click.option("--no-resolve", is_flag=True, help="Only list what is declared (no index, no Docker)."))
 def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, registry_url, fmt) -> None:
     """What REFs (skill folders or registry references) declare, merged in order, and what it
-    resolves to: exact versions with the sha256 of every file."""
-    from skillctl.env.prepare import resolve_environment
+    resolves to: exact versions with the sha256 of every file. Once resolved, every import of
+    the skills' scripts is checked against what the resolved wheels provide (their file lists,
+    read from the cache or by HTTP Range requests, else downloaded): each one that none
+    provides is a located warning on stderr and in JSON's `checks` list ({owner, file, line,
+    module, distribution, resolved, message})."""
+    from skillctl.env.prepare import check_environment, resolve_environment
     from skillctl.env.target import probe_image
     from skillctl.sandbox.client import docker_client
 
+    imports: list = []
     if lock_path is not None:
         env = _locked(lock_path)
         decl, doc = env.declarations, env.to_dict()
     else:
-        decl = _declarations(refs, registry_url, req_path)
+        decl = _declarations(refs, registry_url, req_path, imports)
         doc = {"declared": decl.to_dict()}
         if not no_resolve and not decl.empty:
             base = _base_image(image)
@@ -116,6 +126,7 @@ def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, regis
             env = resolve_environment(decl, probe_image(client, base), index=index, allow_sdist=allow_sdist,
                                       base_image=base, client=client, progress=progress)
             doc = env.to_dict()
+            doc["checks"] = [c.to_dict() for c in check_environment(env, imports, download=True, progress=progress)]
     if fmt == "json":
         emit_json(doc)
         return
