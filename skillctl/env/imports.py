@@ -663,7 +663,8 @@ def install_lines(paths: Iterable[str], read: Callable[[str], bytes]) -> list[In
 
 def _requirement(word: str) -> tuple[str, str] | None:
     """(requirement, name) when ``word`` is a requirement a user would type, else None."""
-    if not word or any(c in word for c in "/\\:$<>{}'\"@") or word.startswith(".") or \
+    # paths, URLs, variables and placeholders (<package>, {name}) are no distribution names
+    if not word or any(c in word for c in "/\\:${}'\"@") or word.startswith((".", "<")) or word.endswith(">") or \
             word.endswith((".whl", ".tar.gz", ".zip", ".txt", ".toml", ".py")) or word.lower() in ("pip", "install"):
         return None
     from packaging.requirements import InvalidRequirement, Requirement

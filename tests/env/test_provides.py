@@ -187,3 +187,27 @@ def test_choices_carry_provenance_for_the_check(tmp_path):
     files = sorted(str(p.relative_to(skill)) for p in skill.rglob("*") if p.is_file())
     got = {c.use.module: (c.distribution, c.provenance) for c in choices_of(files, folder_reader(skill), [])}
     assert got == {"esm": ("fair-esm", "map"), "icons": (None, "local"), "zzunknown": ("zzunknown", "name")}
+
+
+@pytest.mark.requires_docker
+def test_env_show_reports_the_checks_on_stderr_and_in_json(tmp_path, cache, agent_image):
+    from click.testing import CliRunner
+
+    from skillctl.cli import cli
+
+    served = tmp_path / "served"
+    served.mkdir()
+    make_wheel(served, "parallel", "0.1", files={"parallel_ssh/__init__.py": ""})
+    skill = _skill(tmp_path, "web", '# /// script\n# dependencies = ["parallel"]\n# ///\nimport parallel\n',
+                   "Install: `pip install parallel`\n")
+    with PackageIndex(served) as idx:
+        result = CliRunner().invoke(cli, ["env", "show", str(skill), "--index-url", idx.url, "--image", agent_image,
+                                          "--format", "json"], catch_exceptions=False)
+        text = CliRunner().invoke(cli, ["env", "show", str(skill), "--index-url", idx.url, "--image", agent_image],
+                                  catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    checks = json.loads(result.stdout)["checks"]
+    expected = ("web/scripts/x.py:4: imports 'parallel', but parallel 0.1 (the distribution it was resolved to) "
+                "provides 'parallel_ssh'; declare the distribution that provides it (parallel-web?)")
+    assert [c["message"] for c in checks] == [expected]
+    assert f"warning: {expected}" in text.stderr and "parallel==0.1" in text.stdout
