@@ -361,9 +361,10 @@ _NESTING_FSTRINGS = sys.version_info >= (3, 12)
 _FSTRING_RE = re.compile(f"(?<!{_IDC})[rRbBuU]?[fFtT][rRbB]?['\"]") if _NESTING_FSTRINGS else None
 
 
-# The scanner sees no blocks: a file that may guard an import (or hide one from type checkers)
-# gets the full parse, whose walk tracks the guards. Cheap substring tests.
-_GUARD_WORDS = (b"TYPE_CHECKING", b"ImportError", b"ModuleNotFoundError", b"sys.platform", b"os.name",
+# The scanner sees no blocks: a file with a third-party import that may be guarded gets the full
+# parse, whose walk tracks the guards (cheap substring tests; a file importing only the
+# standard library and its own modules needs no parse at all).
+_GUARD_WORDS = (b"ImportError", b"ModuleNotFoundError", b"sys.platform", b"os.name",
                 b"platform.system", b"except:", b"except Exception", b"BaseException")
 
 
@@ -376,7 +377,7 @@ def _scan(data: bytes) -> list[tuple[str, int, int]] | None:
     """The (module, line, column) of every absolute import of ``data`` — exactly what the walk
     over ``ast.parse(data)`` yields, provided the file parses — or None when only the full
     parse can tell (see the module's docstring)."""
-    if any(word in data for word in _GUARD_WORDS):
+    if b"TYPE_CHECKING" in data:
         return None
     try:
         text = data.decode("utf-8")
@@ -475,6 +476,9 @@ def third_party_imports(
         if len(data) > MAX_SCRIPT_BYTES or not is_python_script(rel, data[:256]):
             continue
         scanned = _scan(data)
+        if scanned is not None and any(word in data for word in _GUARD_WORDS) and any(
+                m.partition(".")[0] not in stdlib and m.partition(".")[0] not in local for m, _l, _c in scanned):
+            scanned = None  # a third-party import that may be guarded: the walk tells
         parsed = scanned is None
         if scanned is None:
             import ast

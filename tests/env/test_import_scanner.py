@@ -46,8 +46,7 @@ SCANNED = {
     "from with spaces and parentheses": b"from  x . y import (z,\n  w)\nfrom p.q import *\n",
     "relative imports": b"from . import sibling\nfrom .pkg import mod\nfrom .. import up\nfrom ...deep.er import x\nfrom .import tight\n",
     "yield from and raise from": b"def g():\n    yield from range(3)\n    raise ValueError() from None\nimport after\n",
-    # (a handler of ImportError makes a guard: the full parse handles that file, see DEFERRED)
-    "nested blocks": b"if x:\n    import nested\ntry:\n    import in_try\nexcept KeyError:\n    import in_except\nfinally:\n    import in_finally\n"
+    "nested blocks": b"if x:\n    import nested\ntry:\n    import in_try\nexcept ImportError:\n    import in_except\nfinally:\n    import in_finally\n"
     b"class C:\n    def m(self):\n        import deep\nwhile 0:\n    import dead\nelse:\n    import else_\n",
     "match cases": b"match v:\n    case 1:\n        import in_case\n",
     "one-line compound statements": b"if x: import one_line\nelse: import other; import third\n",
@@ -87,11 +86,6 @@ DEFERRED = {
         [("in_elif", 5, 5), ("t1", 7, 5), ("t2", 9, 5), ("t3", 11, 5), ("t4", 13, 5), ("w1", 15, 5), ("f1", 17, 5),
          ("f2", 19, 5), ("a1", 22, 9), ("k1", 24, 5), ("m1", 27, 9)],
     ),
-    "ImportError handler": (
-        b"try:\n    import in_try\nexcept ImportError:\n    import in_except\nfinally:\n    import in_finally\n",
-        [("in_try", 2, 5), ("in_except", 4, 5), ("in_finally", 6, 5)],
-    ),
-    "platform check": (b"import sys\nif sys.platform == 'win32':\n    import winonly\n", [("winonly", 3, 5)]),
     "another encoding": (b"# -*- coding: latin-1 -*-\nx = '\xe9'\nimport yaml\n", [("yaml", 3, 1)]),
     "not UTF-8": (b"x = '\xe9'\nimport yaml\n", []),  # no encoding line: not Python source
 }
@@ -136,3 +130,13 @@ def test_the_scanner_agrees_with_the_syntax_tree_on_the_standard_library_and_rea
         assert sorted(found) == expected, path
         checked += 1
     assert checked > 200
+
+
+def test_a_third_party_import_that_may_be_guarded_gets_the_full_parse_and_its_guard():
+    source = (b"import sys\ntry:\n    import in_try\nexcept ImportError:\n    import in_except\nfinally:\n"
+              b"    import in_finally\nif sys.platform == 'win32':\n    import winonly\n")
+    assert imports._scan(source) is not None  # the scanner lists them; the guards need the walk
+    uses = imports.third_party_imports(["x.py"], lambda rel: source)
+    assert [(u.module, u.line, u.column, u.caught, u.marker) for u in uses] == [
+        ("in_try", 3, 5, True, None), ("in_except", 5, 5, True, None), ("in_finally", 7, 5, False, None),
+        ("winonly", 9, 5, False, 'sys_platform == "win32"')]
