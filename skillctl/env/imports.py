@@ -291,12 +291,12 @@ def _named_checks(tree: ast.AST) -> dict[str, Marker]:
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
-def _imports(tree: ast.AST) -> Iterable[tuple[str, int, int, bool, Marker | None]]:
+def _imports(tree: ast.AST, named: dict[str, Marker] | None = None) -> Iterable[tuple[str, int, int, bool, Marker | None]]:
     """(module, line, column, caught, marker) of every absolute import, skipping ``if
     TYPE_CHECKING:`` blocks; ``caught`` and ``marker`` say what guards it (see ImportUse)."""
     import ast
 
-    named = _named_checks(tree)
+    named = _named_checks(tree) if named is None else named
     stack: list[tuple[ast.AST, bool, Marker | None]] = [(tree, False, None)]
     while stack:
         node, caught, marker = stack.pop()
@@ -364,8 +364,8 @@ _FSTRING_RE = re.compile(f"(?<!{_IDC})[rRbBuU]?[fFtT][rRbB]?['\"]") if _NESTING_
 # The scanner sees no blocks: a file with a third-party import that may be guarded gets the full
 # parse, whose walk tracks the guards (cheap substring tests; a file importing only the
 # standard library and its own modules needs no parse at all).
-_GUARD_WORDS = (b"ImportError", b"ModuleNotFoundError", b"sys.platform", b"os.name",
-                b"platform.system", b"except:", b"except Exception", b"BaseException")
+_GUARD_RE = re.compile(rb"ImportError|ModuleNotFoundError|sys\.platform|os\.name|platform\.system|except:"
+                       rb"|except Exception|BaseException")
 
 
 def _is_utf8(encoding: str) -> bool:
@@ -442,6 +442,67 @@ def _parses(data: bytes, filename: str) -> bool:
     return True
 
 
+_CLAUSES = ("except", "else", "elif", "finally")
+_FLAG_RE = re.compile(r"^[A-Za-z_]\w*[ \t]*=[^=].*(?:sys\.platform|os\.name|platform\.system)")
+
+
+def _guards_of(data: bytes, scanned: list[tuple[str, int, int]], indented: list[int]) -> list | None:
+    """The scanned imports with their guards, parsing only the top-level statements that hold
+    the ``indented`` lines (a guard of an import sits in the same top-level statement) and the
+    module's platform flags (``IS_WINDOWS = os.name == "nt"``); None when that does not work
+    out — a statement boundary inside a string literal makes a fragment that does not parse —
+    and the whole file must be parsed."""
+    import ast
+
+    text = data.decode("utf-8")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+    def top_level(i: int) -> bool:  # 0-based line that starts a top-level statement or clause
+        t = lines[i]
+        return bool(t) and not t[0].isspace() and t[0] != "#"
+
+    def clause(i: int) -> bool:
+        word = re.match(r"[a-z]+", lines[i])
+        return word is not None and word.group() in _CLAUSES
+
+    spans: list[tuple[int, int]] = []
+    for line in sorted(set(indented)):
+        if spans and spans[-1][0] <= line - 1 <= spans[-1][1]:
+            continue
+        start = line - 1
+        while start > 0 and not (top_level(start) and not clause(start)):
+            start -= 1
+        end = line
+        while end < len(lines) and not (top_level(end) and not clause(end)):
+            end += 1
+        spans.append((start, end - 1))
+    named: dict[str, Marker] = {}
+    try:
+        for i, t in enumerate(lines):
+            if _FLAG_RE.match(t):
+                flag = ast.parse(t).body[0]
+                m = _platform(flag.value, named) if isinstance(flag, ast.Assign) else None
+                if m is not None and isinstance(flag.targets[0], ast.Name):
+                    named[flag.targets[0].id] = m
+        guarded: dict[tuple[str, int, int], tuple[bool, Marker | None]] = {}
+        for start, end in spans:
+            fragment = "\n" * start + "\n".join(lines[start:end + 1]) + "\n"
+            for module, line, col, caught, marker in _imports(ast.parse(fragment), named):
+                guarded[(module, line, col)] = (caught, marker)
+    except (SyntaxError, ValueError, IndexError):
+        return None
+    out = []
+    for module, line, col in scanned:
+        caught, marker = guarded.get((module, line, col), (False, None))
+        if col > 1 and (module, line, col) not in guarded:
+            if line in indented:
+                return None  # the fragments do not agree with the scanner: parse the file
+        out.append((module, line, col, caught, marker))
+    return out
+
+
 def local_modules(paths: Iterable[str]) -> set[str]:
     """Top-level names the skill provides itself: every ``.py`` file's stem and every folder
     that holds Python files (``references/func.py`` makes ``references`` and ``func``)."""
@@ -476,9 +537,16 @@ def third_party_imports(
         if len(data) > MAX_SCRIPT_BYTES or not is_python_script(rel, data[:256]):
             continue
         scanned = _scan(data)
-        if scanned is not None and any(word in data for word in _GUARD_WORDS) and any(
-                m.partition(".")[0] not in stdlib and m.partition(".")[0] not in local for m, _l, _c in scanned):
-            scanned = None  # a third-party import that may be guarded: the walk tells
+        imports = None
+        if scanned is not None:
+            # An indented third-party import may be guarded (one at column 1 is a statement of the
+            # module itself, in no block; ``wanted`` looks at the module only): the walk tells.
+            indented = [line for m, line, col in scanned if col > 1 and m.partition(".")[0] not in stdlib
+                        and m.partition(".")[0] not in local and (wanted is None or wanted(ImportUse(m, rel, line, col)))]
+            if indented and _GUARD_RE.search(data):
+                imports = _guards_of(data, scanned, indented)
+                if imports is None:
+                    scanned = None
         parsed = scanned is None
         if scanned is None:
             import ast
@@ -487,7 +555,7 @@ def third_party_imports(
                 imports = list(_imports(ast.parse(data, filename=rel)))
             except (SyntaxError, ValueError):
                 continue
-        else:
+        elif imports is None:
             imports = [(module, line, col, False, None) for module, line, col in scanned]
         uses = []
         for module, line, col, caught, marker in imports:
@@ -644,25 +712,41 @@ def install_lines(paths: Iterable[str], read: Callable[[str], bytes]) -> list[In
         if b"install" not in data and b"uv add" not in data:
             continue
         text = data.decode("utf-8", "replace")
-        for m in _INSTALL_RE.finditer(text):
-            line = text.count("\n", 0, m.start()) + 1
-            words = _arguments(m.group("args"))
-            skip = False
-            named = []
-            for word in words:
-                if skip:
-                    skip = False
-                    continue
-                if word.startswith("-"):
-                    skip = word in _VALUED
-                    continue
-                req = _requirement(word.rstrip(".,:;!?*"))
-                if req is not None:
-                    named.append(req)
-            if named:
-                command = " ".join([" ".join(m.group("command").split())] + [r for r, _ in named])
-                found += [InstallLine(r, n, rel, line, command) for r, n in named]
+        starts: set[int] = set()  # the lines holding the words, found in C (str.find)
+        for word in ("install", "uv add"):
+            pos = text.find(word)
+            while pos != -1:
+                starts.add(text.rfind("\n", 0, pos) + 1)
+                end = text.find("\n", pos)
+                pos = -1 if end == -1 else text.find(word, end)
+        line, counted = 1, 0
+        for bol in sorted(starts):
+            end = text.find("\n", bol)
+            line += text.count("\n", counted, bol)
+            counted = bol
+            for m in _INSTALL_RE.finditer(text, bol, len(text) if end == -1 else end):
+                found += _install_line(m, rel, line)
     return found
+
+
+def _install_line(m: re.Match[str], rel: str, line: int) -> list[InstallLine]:
+    """The distributions one install command names."""
+    skip = False
+    named = []
+    for word in _arguments(m.group("args")):
+        if skip:
+            skip = False
+            continue
+        if word.startswith("-"):
+            skip = word in _VALUED
+            continue
+        req = _requirement(word.rstrip(".,:;!?*"))
+        if req is not None:
+            named.append(req)
+    if not named:
+        return []
+    command = " ".join([" ".join(m.group("command").split())] + [r for r, _ in named])
+    return [InstallLine(r, n, rel, line, command) for r, n in named]
 
 
 def _requirement(word: str) -> tuple[str, str] | None:
@@ -736,16 +820,18 @@ def _mentions(paths: Iterable[str], read: Callable[[str], bytes], names: set[str
     """Which of ``names`` the skill's text or scripts refer to as its own file (``icons.py``)."""
     if not names:
         return set()
-    pattern = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(n) for n in sorted(names)) + r")\.py(?![\w])")
     hit: set[str] = set()
     for rel in paths:
-        if not rel.endswith(_TEXT_SUFFIXES + (".py",)):
+        if not rel.endswith(_INSTALL_SUFFIXES):
             continue
         try:
-            text = read(rel).decode("utf-8", "replace")
+            data = read(rel)
         except OSError:
             continue
-        hit.update(m.group(1) for m in pattern.finditer(text))
+        for name in names - hit:
+            if f"{name}.py".encode() in data and re.search(
+                    r"(?<![\w.-])" + re.escape(name) + r"\.py(?!\w)", data.decode("utf-8", "replace")):
+                hit.add(name)
     return hit
 
 
