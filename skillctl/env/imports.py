@@ -264,13 +264,33 @@ def _body_marker(test: ast.expr, named: dict[str, Marker]) -> Marker | None:
     return out
 
 
-def _catches_imports(handler: ast.ExceptHandler) -> bool:
+def _catches_imports(handler: ast.ExceptHandler, body: list[ast.stmt]) -> bool:
+    """Whether ``handler`` makes its ``try`` an import guard: it catches ImportError or
+    ModuleNotFoundError — or anything (``Exception``, a bare ``except:``) around a body of
+    imports only (a broad handler around real work is error handling, not a guard) — and the
+    script goes on without the module (a handler that exits or raises means it is required)."""
     import ast
 
     if handler.type is None:
+        kinds = ["BaseException"]
+    else:
+        kinds = [_dotted(k).rpartition(".")[2] for k in (handler.type.elts if isinstance(handler.type, ast.Tuple)
+                                                           else [handler.type])]
+    if not any(k in ("ImportError", "ModuleNotFoundError") for k in kinds):
+        if not any(k in _CATCHING for k in kinds) or not all(
+                isinstance(n, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.Pass, ast.Expr)) for n in body):
+            return False
+    return not any(_terminates(n) for n in handler.body)
+
+
+def _terminates(node: ast.stmt) -> bool:
+    """``raise``, or a call of ``sys.exit``/``exit``/``quit``/``os._exit``, as a statement."""
+    import ast
+
+    if isinstance(node, ast.Raise):
         return True
-    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return any(_dotted(k).rpartition(".")[2] in _CATCHING for k in kinds)
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _dotted(node.value.func) in (
+        "sys.exit", "exit", "quit", "os._exit", "SystemExit")
 
 
 def _named_checks(tree: ast.AST) -> dict[str, Marker]:
@@ -310,7 +330,7 @@ def _imports(tree: ast.AST, named: dict[str, Marker] | None = None) -> Iterable[
             stack.extend((n, caught, _both(marker, None if whole is None else _negate(whole))) for n in node.orelse)
             continue
         if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-            guarded = caught or any(_catches_imports(h) for h in node.handlers)
+            guarded = caught or any(_catches_imports(h, node.body) for h in node.handlers)
             stack.extend((n, guarded, marker) for n in node.body + node.handlers)
             stack.extend((n, caught, marker) for n in node.orelse + node.finalbody)
             continue

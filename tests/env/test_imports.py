@@ -257,3 +257,17 @@ def test_a_declaration_that_plausibly_provides_an_import_covers_it(tmp_path):
     assert sk25x(check_skill(skill)) == []
     doc = json.loads(CliRunner().invoke(cli, ["env", "infer", str(skill), "--format", "json"]).stdout)
     assert doc["missing"] == [] and {i["provenance"] for i in doc["imports"]} == {"declared"}
+
+
+def test_a_handler_that_exits_or_a_broad_one_around_real_work_is_no_guard(tmp_path):
+    skill = _skill(tmp_path, "strict", {"s.py": (
+        "import sys\n"
+        "try:\n    from rdkit import Chem\nexcept ImportError:\n    print('conda install rdkit')\n    sys.exit(1)\n"
+        "try:\n    import lxml\nexcept ImportError as exc:\n    raise SystemExit(f'pip install lxml: {exc}')\n"
+        "def load(path):\n    try:\n        import pandas\n        return pandas.read_csv(path)\n"
+        "    except Exception as exc:\n        return {'error': str(exc)}\n"
+        "try:\n    import orjson\n    HAVE_ORJSON = True\nexcept Exception:\n    HAVE_ORJSON = False\n")})
+    doc = json.loads(CliRunner().invoke(cli, ["env", "infer", str(skill), "--format", "json"]).stdout)
+    caught = {i["module"]: i["caught"] for i in doc["imports"]}
+    assert caught == {"rdkit": False, "lxml": False, "pandas": False, "orjson": True}
+    assert doc["missing"] == ["lxml", "pandas", "rdkit"] and doc["optional"] == ["orjson"]
