@@ -24,7 +24,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -888,16 +888,9 @@ def choose(uses: Iterable[ImportUse], declared: Iterable[str], evidence: Iterabl
     return out
 
 
-def choices_for_folder(folder: Path, owner: str, paths: Iterable[str],
-                       read: Callable[[str], bytes] | None = None) -> list[Choice]:
-    """Every third-party import of a skill with the distribution it is taken to come from."""
-    paths = list(paths)
-    read = read or _scripts_kept(folder_reader(folder))
-    decl = skill_declarations(owner, paths, read, requirement_name)
-    return choices_of(paths, read, [d.requirement for d in decl.python])
-
-
 def choices_of(paths: list[str], read: Callable[[str], bytes], declared: list[str]) -> list[Choice]:
+    """Every third-party import of a skill (its files ``paths``, read by ``read``; ``declared``:
+    the distribution names it declares) with the distribution it is taken to come from."""
     uses = third_party_imports(paths, read)
     if not uses:
         return []

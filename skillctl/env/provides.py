@@ -22,7 +22,6 @@ it was resolved to and what that provides instead.
 
 from __future__ import annotations
 
-import io
 import re
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
