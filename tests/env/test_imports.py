@@ -271,3 +271,11 @@ def test_a_handler_that_exits_or_a_broad_one_around_real_work_is_no_guard(tmp_pa
     caught = {i["module"]: i["caught"] for i in doc["imports"]}
     assert caught == {"rdkit": False, "lxml": False, "pandas": False, "orjson": True}
     assert doc["missing"] == ["lxml", "pandas", "rdkit"] and doc["optional"] == ["orjson"]
+
+
+def test_sk251_names_the_distribution_the_skills_text_gives_and_where(tmp_path):
+    skill = _skill(tmp_path, "said", {"a.py": "import fooz\nimport zzguess\n"}, "Install with `pip install fooz-client`.\n")
+    messages = [d.message for d in sk25x(check_skill(skill))]
+    assert ("imports 'fooz' but no declared requirement provides it; declare 'fooz-client' (from SKILL.md:5 "
+            "`pip install fooz-client`) in a PEP 723 block or requirements.txt (`skillctl env infer` prints one)") in messages
+    assert any("declare 'zzguess' (a guess from the import name: check it)" in m for m in messages)
