@@ -7,8 +7,9 @@ into the content-addressed cache and checked against them (``files.ensure_files`
 other bytes is refused in one line), and read as a stream, a line at a time, into a compact
 index of only the shared-object names in the loader's folders (``lib/…``, ``usr/lib/…``,
 ``…/<triplet>/``): ``{soname: [package, …]}``, kept under the cache by the Contents file's
-sha256 (the multi-megabyte download itself is then deleted). The latest index for a mirror is
-remembered, so a later run that cannot reach the mirror still names packages.
+sha256 (the multi-megabyte download itself is then deleted). A mirror that cannot be reached
+leaves apt's verified lists as they were, so the index of that Release is used again; when apt
+has none, the latest index read for the mirror is used, with a note.
 """
 
 from __future__ import annotations
@@ -147,6 +148,7 @@ def soname_index(arch: str, *, progress: Progress | None = None) -> dict[str, li
     folder = cache_dir() / "env" / "contents"
     try:
         lists, mirror, suite = verified_lists(arch)
+        release = find_release(lists, suite)
     except EnvError as exc:
         from skillctl.env.debian import mirror_and_suite
 
@@ -158,7 +160,7 @@ def soname_index(arch: str, *, progress: Progress | None = None) -> dict[str, li
                 say(f"system libraries: using the Contents index read before ({exc})")
                 return json.loads(cached.read_text("utf-8"))
         raise
-    entry = contents_entry(release_entries(find_release(lists, suite)), arch)
+    entry = contents_entry(release_entries(release), arch)
     if entry is None:
         raise EnvError(f"the signed Release of {mirror} {suite} lists no main/Contents-{arch}(.gz|.xz); "
                        "the Debian package of a missing library cannot be named")
