@@ -26,6 +26,7 @@ from skillctl.env import contents, elfcheck, syslibs
 from skillctl.errors import EnvError, EnvIntegrityError
 
 from .elves import OMP_SOURCE, gcc, synthetic
+from .runs import invoke
 from .wheels import make_wheel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -281,11 +282,11 @@ def gomp_package() -> DebPackage:
 
 @pytest.fixture
 def apt_repo(tmp_path, signer, monkeypatch):
-    with AptRepo(tmp_path / "mirror", "skltest", "amd64") as served:
+    with AptRepo(tmp_path / "mirror", "bookworm", "amd64") as served:
         served.add(gomp_package(), tmp_path)
         served.publish(signer)
         env = {"SKILLCTL_DEBIAN_MIRROR": served.url, "SKILLCTL_DEBIAN_KEYRING": str(signer.keyring),
-               "SKILLCTL_DEBIAN_SUITE": "skltest", "SKILLCTL_CACHE_DIR": str(tmp_path / "cache")}
+               "SKILLCTL_DEBIAN_SUITE": "bookworm", "SKILLCTL_CACHE_DIR": str(tmp_path / "cache")}
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         yield served, env
@@ -316,7 +317,7 @@ def test_a_contents_index_changed_after_signing_is_refused_in_one_line(apt_repo)
         with pytest.raises(EnvIntegrityError) as refused:
             contents.soname_index("amd64")
         message = str(refused.value)
-        assert "\n" not in message and message.startswith("skltest-main-Contents-amd64.gz from ") and says in message
+        assert "\n" not in message and message.startswith("bookworm-main-Contents-amd64.gz from ") and says in message
         assert "pinned; refusing it" in message
     # With the packages looked up for a report, the refusal is the report's note, not a crash.
     found, note = syslibs.with_packages([syslibs.MissingLibrary("x", "1", "x/_x.so", "libgomp.so.1")], "amd64")
@@ -333,3 +334,69 @@ def test_a_release_without_a_contents_index_says_so(apt_repo, signer):
     with pytest.raises(EnvError, match=r"lists no main/Contents-amd64\(\.gz\|\.xz\); the Debian package of a missing "
                                        r"library cannot be named$"):
         contents.soname_index("amd64")
+
+
+# ---------------------------------------------------------------------- in the engine
+
+
+@pytest.fixture
+def gomp_index(index, tmp_path):
+    """The loopback index also serving ``sklgomp``: a wheel whose ``_omp.so`` (gcc -fopenmp, here)
+    needs libgomp.so.1, which the agent image lacks."""
+    lib = gcc(tmp_path / "_omp.so", "-fopenmp", source=OMP_SOURCE)
+    assert "libgomp.so.1" in elfcheck.read_path(str(lib)).needed
+    whl = make_wheel(tmp_path, "sklgomp", files={"sklgomp/__init__.py": "", "sklgomp/_omp.so": lib.read_bytes()})
+    index.files[whl.name] = whl
+    yield index
+    del index.files[whl.name]
+
+
+LOAD = ("import ctypes, os, sklgomp\ntry:\n    ctypes.CDLL(os.path.join(os.path.dirname(sklgomp.__file__), '_omp.so'))\n"
+        "    print('loaded')\nexcept OSError as exc:\n    print(exc)\n")
+
+
+@pytest.mark.requires_docker
+@pytest.mark.slow
+def test_a_wheel_needing_libgomp_is_reported_with_its_package_until_skills_yaml_adds_it(
+        project, gomp_index, apt_repo, tmp_path, docker_client, agent_image, own_env_images):
+    _, debian_env = apt_repo
+    env = dict(project, **debian_env)
+    skill = tmp_path / "omp-skill"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: omp-skill\ndescription: Needs OpenMP.\n---\nRun scripts/run.py.\n")
+    (skill / "scripts" / "run.py").write_text("import sklgomp\n")
+    (skill / "scripts" / "requirements.txt").write_text("sklgomp==1.0\n")
+    expected = [{"distribution": "sklgomp", "version": "1.0", "file": "sklgomp/_omp.so", "needs": "libgomp.so.1",
+                 "packages": ["skl-gomp1"]}]
+
+    # env infer, on the host: the wheel's ELF file against the agent image's libraries
+    inferred = invoke(env, "env", "infer", str(skill), "--check-libraries", "--format", "json")
+    assert inferred.exit_code == 0, inferred.output
+    assert json.loads(inferred.stdout)["debian"] == {"packages": ["skl-gomp1"], "system_libraries": expected, "note": ""}
+
+    # env build: the check in the image, a warning with the package and the fix, and the JSON list
+    built = invoke(env, "env", "build", str(skill), "--format", "json")
+    assert built.exit_code == 0, built.output
+    doc = json.loads(built.stdout)
+    assert doc["system_libraries"] == expected
+    assert ("warning: sklgomp 1.0: _omp.so needs libgomp.so.1, not in the image; Debian package skl-gomp1 provides it"
+            in built.stderr.splitlines()), built.stderr[-2000:]
+    assert "warning: add `debian: [skl-gomp1]` to skills.yaml environment (or the skill's project)" in built.stderr
+    # the report is the truth: the loader in the image cannot open the file
+    said = docker_client.containers.run(doc["image"], entrypoint=["/opt/skills-env/bin/python3", "-c", LOAD], command=[],
+                                        network_disabled=True, remove=True).decode()
+    assert "libgomp.so.1: cannot open shared object file" in said, said
+    # the same image again: the check is not run again (cached by image id), the warning still given
+    again = invoke(env, "env", "show", str(skill), "--format", "json")
+    assert again.exit_code == 0 and json.loads(again.stdout)["system_libraries"] == expected, again.output
+    assert "library check" not in again.stderr
+
+    # with the package under skills.yaml's debian:, the check passes and the file loads
+    (tmp_path / "skills.yaml").write_text("skills: {}\nenvironment:\n  debian: [skl-gomp1]\n")
+    fixed = invoke(env, "env", "build", str(skill), "--requirements", str(tmp_path / "skills.yaml"), "--format", "json")
+    assert fixed.exit_code == 0, fixed.output
+    doc = json.loads(fixed.stdout)
+    assert doc["system_libraries"] == [] and "not in the image" not in fixed.stderr, fixed.stderr[-2000:]
+    said = docker_client.containers.run(doc["image"], entrypoint=["/opt/skills-env/bin/python3", "-c", LOAD], command=[],
+                                        network_disabled=True, remove=True).decode()
+    assert said == "loaded\n"
