@@ -116,7 +116,10 @@ def _relative(path: str, python_minor: str) -> str:
     return path[len(site):] if path.startswith(site) else path[len(VENV) + 1:] if path.startswith(VENV + "/") else path
 
 
-def from_check(doc: dict[str, Any], python_minor: str) -> list[MissingLibrary]:
+def from_check(doc: Any, python_minor: str) -> list[MissingLibrary]:
+    if not isinstance(doc, dict) or not isinstance(doc.get("missing", []), list) or not all(
+            isinstance(m, dict) for m in doc.get("missing", [])):
+        raise EnvError("the library check printed a report of an unexpected shape")
     return [MissingLibrary(str(m.get("distribution", "")), str(m.get("version", "")),
                            _relative(str(m.get("file", "")), python_minor), str(m.get("needs", "")))
             for m in doc.get("missing", [])]
@@ -249,19 +252,20 @@ def environment_check(client: Any, tag: str, env: Any, *, progress: Progress | N
         report = _cached("report", image_id)
         if report.is_file():
             return [MissingLibrary(**d | {"packages": tuple(d["packages"])}) for d in json.loads(report.read_text("utf-8"))]
-        doc = image_check(client, tag)
+        found = from_check(image_check(client, tag), env.target.python_minor)
     except (EnvError, ValueError, KeyError, TypeError) as exc:
         say(f"warning: system libraries not checked: {exc}")
         return None
     except Exception as exc:  # the engine (docker.errors, requests): the image is built; say so, go on
         say(f"warning: system libraries not checked: {str(exc).splitlines()[0][:300]}")
         return None
-    missing, note = with_packages(from_check(doc, env.target.python_minor), env.target.arch, progress=progress)
+    missing, note = with_packages(found, env.target.arch, progress=progress)
     if note:
         say(f"warning: {note}")
     else:  # only a complete report is kept: next time the packages are looked up again
         _write(report, [m.to_dict() for m in missing])
     return missing
+
 
 def warn(missing: Sequence[MissingLibrary] | None, say: Progress) -> None:
     for line in report_lines(missing or []):

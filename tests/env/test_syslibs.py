@@ -218,6 +218,12 @@ def test_a_wheels_shared_objects_are_read_from_the_zip_and_checked_against_the_i
                                                  f"{SITE}/sklpkg/_extra.so"]
 
 
+@pytest.mark.parametrize("printed", [[], {"missing": "x"}, {"missing": [1]}, "text"])
+def test_a_check_report_of_another_shape_is_an_error_not_a_crash(printed):
+    with pytest.raises(EnvError, match="unexpected shape"):
+        syslibs.from_check(printed, "3.11")
+
+
 def test_the_report_names_the_file_the_library_the_package_and_the_fix():
     found = [syslibs.MissingLibrary("lightgbm", "4.5.0", "lightgbm/lib/lib_lightgbm.so", "libgomp.so.1", ("libgomp1",)),
              syslibs.MissingLibrary("x", "1", "x/_x.so", "libnvidia.so.1")]
@@ -386,10 +392,14 @@ def test_a_wheel_needing_libgomp_is_reported_with_its_package_until_skills_yaml_
     said = docker_client.containers.run(doc["image"], entrypoint=["/opt/skills-env/bin/python3", "-c", LOAD], command=[],
                                         network_disabled=True, remove=True).decode()
     assert "libgomp.so.1: cannot open shared object file" in said, said
-    # the same image again: the check is not run again (cached by image id), the warning still given
+    # the same image again: the check is not run again (kept by image id)
+    image_id = docker_client.images.get(doc["image"]).id.replace(":", "-")
+    kept = sorted((Path(env["SKILLCTL_CACHE_DIR"]) / "env" / "syslibs").glob(f"{image_id}.*.json"))
+    assert [p.name.split(".")[1].split("-")[0] for p in kept] == ["check", "report"]
+    stamps = [p.stat().st_mtime_ns for p in kept]
     again = invoke(env, "env", "show", str(skill), "--format", "json")
     assert again.exit_code == 0 and json.loads(again.stdout)["system_libraries"] == expected, again.output
-    assert "library check" not in again.stderr
+    assert [p.stat().st_mtime_ns for p in kept] == stamps
 
     # with the package under skills.yaml's debian:, the check passes and the file loads
     (tmp_path / "skills.yaml").write_text("skills: {}\nenvironment:\n  debian: [skl-gomp1]\n")
