@@ -6,7 +6,7 @@ suite. Its SHA256 and size are read from the Release that apt verified against t
 into the content-addressed cache and checked against them (``files.ensure_files``: a file with
 other bytes is refused in one line), and read as a stream, a line at a time, into a compact
 index of only the shared-object names in the loader's folders (``lib/…``, ``usr/lib/…``,
-``…/<triplet>/``): ``{soname: [package, …]}``, kept under the cache by the Contents file's
+``…/<triplet>/`` and one folder below it): ``{soname: [package, …]}``, kept under the cache by the Contents file's
 sha256 (the multi-megabyte download itself is then deleted). A mirror that cannot be reached
 leaves apt's verified lists as they were, so the index of that Release is used again; when apt
 has none, the latest index read for the mirror is used, with a note.
@@ -31,8 +31,10 @@ from skillctl.errors import EnvError
 Progress = Callable[[str], None]
 MAX_LINE = 8192
 MAX_UNCOMPRESSED = 8 << 30  # bookworm's main Contents-amd64 is well under 1 GB
-# A path the dynamic loader searches by default (or a multiarch one): the folder and the name.
-_LIB_PATH = re.compile(rb"^(?:usr/)?lib(?:32|64|x32)?/(?:[a-z0-9_]+-linux-gnu[a-z0-9_]*/)?([^/]+)$")
+# A path the dynamic loader searches by default for the architecture's own libraries (lib, lib64,
+# the multiarch folder; not lib32/libx32), or one folder below the multiarch one, where Debian
+# keeps libraries that alternatives link into it (libblas3: …/x86_64-linux-gnu/blas/libblas.so.3).
+_LIB_PATH = re.compile(rb"^(?:usr/)?lib(?:64)?/(?:[a-z0-9_]+-linux-gnu[a-z0-9_]*/(?:[^/]+/)?)?([^/]+)$")
 
 
 def release_entries(text: str) -> dict[str, tuple[str, int]]:

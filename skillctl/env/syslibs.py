@@ -223,21 +223,28 @@ def proposed(missing: Sequence[MissingLibrary]) -> list[str]:
 
 
 def report_lines(missing: Sequence[MissingLibrary], where: str = "skills.yaml environment") -> list[str]:
-    """One line per (distribution, file, name) — "lightgbm 4.5.0: lib_lightgbm.so needs libgomp.so.1,
+    """One line per (distribution, name) — "lightgbm 4.5.0: lib_lightgbm.so needs libgomp.so.1,
     not in the image; Debian package libgomp1 provides it" — and the fix."""
-    lines = []
+    groups: dict[tuple[str, str, str], list[MissingLibrary]] = {}
     for m in missing:
-        who = f"{m.distribution} {m.version}".strip() or "a package"
-        if len(m.packages) == 1:
-            found = f"Debian package {m.packages[0]} provides it"
-        elif m.packages:
-            found = f"Debian packages {', '.join(m.packages[:4])} provide it"
+        groups.setdefault((m.distribution, m.version, m.needs), []).append(m)
+    lines = []
+    for (distribution, version, needs), found in groups.items():
+        who = f"{distribution} {version}".strip() or "a package"
+        packages = found[0].packages
+        if len(packages) == 1:
+            provider = f"Debian package {packages[0]} provides it"
+        elif packages:
+            provider = f"Debian packages {', '.join(packages[:4])} provide it"
         else:
-            found = "no Debian package of the suite's main component ships it"
-        lines.append(f"{who}: {posixpath.basename(m.file) or m.file} needs {m.needs}, not in the image; {found}")
-    packages = proposed(missing)
-    if packages:
-        lines.append(f"add `debian: [{', '.join(packages)}]` to {where} (or the skill's project)")
+            provider = "no Debian package of the suite's main component ships it"
+        files = posixpath.basename(found[0].file) or found[0].file
+        if len(found) > 1:
+            files += f" (and {len(found) - 1} more file{'s' if len(found) > 2 else ''})"
+        lines.append(f"{who}: {files} needs {needs}, not in the image; {provider}")
+    chosen = proposed(missing)
+    if chosen:
+        lines.append(f"add `debian: [{', '.join(chosen)}]` to {where} (or the skill's project)")
     return lines
 
 

@@ -226,11 +226,16 @@ def test_a_check_report_of_another_shape_is_an_error_not_a_crash(printed):
 
 def test_the_report_names_the_file_the_library_the_package_and_the_fix():
     found = [syslibs.MissingLibrary("lightgbm", "4.5.0", "lightgbm/lib/lib_lightgbm.so", "libgomp.so.1", ("libgomp1",)),
-             syslibs.MissingLibrary("x", "1", "x/_x.so", "libnvidia.so.1")]
+             syslibs.MissingLibrary("x", "1", "x/_x.so", "libnvidia.so.1"),
+             syslibs.MissingLibrary("odbc", "18", "odbc/a/libodbcinst.so.2", "libltdl.so.7", ("libltdl7",)),
+             syslibs.MissingLibrary("odbc", "18", "odbc/b/libodbcinst.so.2", "libltdl.so.7", ("libltdl7",)),
+             syslibs.MissingLibrary("odbc", "18", "odbc/c/libodbcinst.so.2", "libltdl.so.7", ("libltdl7",))]
     assert syslibs.report_lines(found) == [
         "lightgbm 4.5.0: lib_lightgbm.so needs libgomp.so.1, not in the image; Debian package libgomp1 provides it",
         "x 1: _x.so needs libnvidia.so.1, not in the image; no Debian package of the suite's main component ships it",
-        "add `debian: [libgomp1]` to skills.yaml environment (or the skill's project)",
+        "odbc 18: libodbcinst.so.2 (and 2 more files) needs libltdl.so.7, not in the image; Debian package libltdl7 "
+        "provides it",
+        "add `debian: [libgomp1, libltdl7]` to skills.yaml environment (or the skill's project)",
     ]
     assert syslibs.report_lines([]) == []
 
@@ -247,12 +252,16 @@ def test_contents_lines_become_a_soname_index_of_the_loaders_folders_only():
         "usr/lib/python3/dist-packages/numpy/core/_m.cpython-311-x86_64-linux-gnu.so python/python3-numpy\n"
         "lib/x86_64-linux-gnu/libz.so.1                            libs/zlib1g\n"
         "usr/lib/x86_64-linux-gnu/libblas.so.3                     libs/libblas3,non-free/libs/libopenblas0\n"
+        "usr/lib/x86_64-linux-gnu/lapack/liblapack.so.3            libs/liblapack3\n"
+        "usr/lib32/libgomp.so.1                                    libs/lib32gomp1\n"
+        "usr/libx32/libgomp.so.1                                   libs/libx32gomp1\n"
+        "usr/lib/x86_64-linux-gnu/gdk-pixbuf-2.0/2.10.0/loaders/libpng.so  libs/deep\n"
         "usr/share/doc/libgomp1/changelog.gz                       doc/libgomp1\n"
         "usr/lib/x86_64-linux-gnu/" + "x" * 9000 + ".so libs/toolong\n"
         "usr/lib/x86_64-linux-gnu/lib with space.so.1              libs/spaced\n"
     ).encode()
     index = contents.parse_contents(io.BytesIO(text))
-    assert index == {"libblas.so.3": ["libblas3", "libopenblas0"], "libgomp.so.1": ["libgomp1"],
+    assert index == {"libblas.so.3": ["libblas3", "libopenblas0"], "libgomp.so.1": ["libgomp1"], "liblapack.so.3": ["liblapack3"],
                      "libgomp.so.1.0.0": ["libgomp1"], "lib with space.so.1": ["spaced"], "libz.so.1": ["zlib1g"]}
     assert contents.policy_name("libgomp.so.1") == "libgomp1" and contents.policy_name("libpython3.11.so.1.0") == "libpython3.11-1"
     assert contents.ranked("libfoo.so.2", ["libfoo-dev", "aaa", "libfoo2"]) == ["libfoo2", "aaa", "libfoo-dev"]
