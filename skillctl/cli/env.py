@@ -155,7 +155,7 @@ def _built_image_libraries(env, client, base: str):
 def _echo_libraries(found: list) -> None:
     from skillctl.env.syslibs import MissingLibrary, report_lines
 
-    lines = report_lines([MissingLibrary(**d | {"packages": tuple(d["packages"])}) for d in found])
+    lines = report_lines([MissingLibrary.from_dict(d) for d in found])
     click.echo("system libraries: every one the wheels need is in the image" if not lines else "system libraries:")
     for line in lines:
         click.echo(f"  {line}")
@@ -340,13 +340,13 @@ def _infer_debian(requirements: list[str], owner: str) -> dict:
     """``env infer --check-libraries``: the Debian packages the resolved wheels' libraries need;
     a resolution that fails is a note, not an error (the import proposal stands)."""
     from skillctl.env.syslibs import infer_debian
-    from skillctl.errors import EnvError
+    from skillctl.errors import SkillctlError
     from skillctl.sandbox.client import docker_client
 
     try:
         base = _base_image(None)
         return infer_debian(requirements, owner, client=docker_client(), base_image=base, progress=progress)
-    except EnvError as exc:
+    except SkillctlError as exc:  # no index, no Docker, nothing resolvable: the import proposal stands
         return {"packages": [], "system_libraries": None, "note": f"system libraries not checked: {exc}"}
 
 
@@ -356,7 +356,7 @@ def _say_debian(debian: dict) -> None:
 
     if debian["note"]:
         progress(debian["note"])
-    found = [MissingLibrary(**d | {"packages": tuple(d["packages"])}) for d in debian["system_libraries"] or []]
+    found = [MissingLibrary.from_dict(d) for d in debian["system_libraries"] or []]
     for line in report_lines(found):
         progress(line)
 

@@ -50,6 +50,11 @@ class MissingLibrary:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"packages": list(self.packages)}
 
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> "MissingLibrary":
+        return cls(str(doc["distribution"]), str(doc["version"]), str(doc["file"]), str(doc["needs"]),
+                   tuple(str(p) for p in doc.get("packages", [])))
+
 
 def _source_digest() -> str:
     return hashlib.sha256(Path(elfcheck.__file__).read_bytes()).hexdigest()[:16]
@@ -258,7 +263,7 @@ def environment_check(client: Any, tag: str, env: Any, *, progress: Progress | N
         image_id = client.images.get(tag).id
         report = _cached("report", image_id)
         if report.is_file():
-            return [MissingLibrary(**d | {"packages": tuple(d["packages"])}) for d in json.loads(report.read_text("utf-8"))]
+            return [MissingLibrary.from_dict(d) for d in json.loads(report.read_text("utf-8"))]
         found = from_check(image_check(client, tag), env.target.python_minor)
     except (EnvError, ValueError, KeyError, TypeError) as exc:
         say(f"warning: system libraries not checked: {exc}")

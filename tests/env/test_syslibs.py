@@ -208,7 +208,9 @@ def test_a_wheels_shared_objects_are_read_from_the_zip_and_checked_against_the_i
     whl = make_wheel(tmp_path, "sklpkg", files={"sklpkg/__init__.py": "", "sklpkg/_core.so": core.read_bytes(),
                                                 "sklpkg.libs/libskltest.so.1": bundled,
                                                 "sklpkg/_extra.so": extra.read_bytes(),
-                                                "sklpkg/readme.so.txt": "text"})
+                                                "sklpkg/readme.so.txt": "text",
+                                                "sklpkg/broken.so": bytes(HOSTILE["a huge program header count"](
+                                                    synthetic(needed=["libz.so.1"])))})
     libraries = {"system_dirs": ["/lib/x86_64-linux-gnu"], "libraries": {"/lib/x86_64-linux-gnu": ["libc.so.6"]}}
     sha = hashlib.sha256(whl.read_bytes()).hexdigest()
     missing = syslibs.wheel_check([("sklpkg", "1.0", whl, sha)], libraries, "3.11")
@@ -216,6 +218,7 @@ def test_a_wheels_shared_objects_are_read_from_the_zip_and_checked_against_the_i
     doc = syslibs.wheel_shared_objects(whl, SITE)
     assert sorted(p for p, _ in doc["elves"]) == [f"{SITE}/sklpkg.libs/libskltest.so.1", f"{SITE}/sklpkg/_core.so",
                                                  f"{SITE}/sklpkg/_extra.so"]
+    assert [u["file"] for u in doc["unreadable"]] == [f"{SITE}/sklpkg/broken.so"]
 
 
 @pytest.mark.parametrize("printed", [[], {"missing": "x"}, {"missing": [1]}, "text"])
@@ -419,3 +422,19 @@ def test_a_wheel_needing_libgomp_is_reported_with_its_package_until_skills_yaml_
     said = docker_client.containers.run(doc["image"], entrypoint=["/opt/skills-env/bin/python3", "-c", LOAD], command=[],
                                         network_disabled=True, remove=True).decode()
     assert said == "loaded\n"
+
+
+@pytest.mark.requires_docker
+def test_infer_whose_requirements_do_not_resolve_keeps_its_proposal_with_a_note(project, tmp_path):
+    skill = tmp_path / "unresolvable"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: unresolvable\ndescription: Imports yaml.\n---\nRun it.\n")
+    (skill / "scripts" / "run.py").write_text("import yaml\n")
+    (skill / "scripts" / "requirements.txt").write_text("no-such-package-anywhere==1.0\n")
+    result = invoke(project, "env", "infer", str(skill), "--check-libraries", "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["missing"] == ["PyYAML"] and doc["debian"]["packages"] == [] and doc["debian"]["system_libraries"] is None
+    assert doc["debian"]["note"].startswith("system libraries not checked: ") and "no-such-package-anywhere" in doc["debian"]["note"]
+    text = invoke(project, "env", "infer", str(skill), "--check-libraries")
+    assert text.exit_code == 0 and text.stdout.startswith("# /// script") and "system libraries not checked" in text.stderr
