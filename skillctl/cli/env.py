@@ -20,6 +20,11 @@ sdist_option = click.option(
     "network-less container. Default: wheels only (building runs the package's code).",
 )
 image_option = click.option("--image", metavar="IMAGE", help="Agent image to build on (default: the one `skillctl image build` makes).")
+ignore_python_option = click.option(
+    "--ignore-requires-python", "ignore_requires_python", multiple=True, metavar="SKILL",
+    help="Do not hold SKILL's requires-python against the agent image's Python (its scripts run there all the same). "
+    "Repeatable; skills.yaml's environment.ignore-requires-python adds to it.",
+)
 
 
 def _base_image(image: str | None) -> str:
@@ -55,6 +60,16 @@ def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Pat
     return decl
 
 
+def _ignored(names: tuple[str, ...], req_path: Path | None) -> tuple[str, ...]:
+    """--ignore-requires-python's skills plus skills.yaml's environment.ignore-requires-python."""
+    if req_path is None:
+        return tuple(names)
+    from skillctl.env.declare import ignored_requires_python
+    from skillctl.project.spec import load_project
+
+    return tuple(names) + ignored_requires_python(load_project(req_path).environment, str(req_path))
+
+
 def _locked(lock_path: Path):
     from skillctl.env.prepare import locked_environment
     from skillctl.errors import EnvError
@@ -88,7 +103,8 @@ def resolving_command(extra: click.Option):
     """Arguments and options shared by the commands that resolve an environment."""
     def wrap(f):
         for decorate in reversed([click.argument("refs", nargs=-1), _req_option, _lock_option, extra, index_option,
-                                  sdist_option, image_option, registry_option, format_option, library_errors]):
+                                  sdist_option, image_option, ignore_python_option, registry_option, format_option,
+                                  library_errors]):
             f = decorate(f)
         return f
 
@@ -97,7 +113,7 @@ def resolving_command(extra: click.Option):
 
 @env_group.command("show")
 @resolving_command(click.option("--no-resolve", is_flag=True, help="Only list what is declared (no index, no Docker)."))
-def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, registry_url, fmt) -> None:
+def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, ignore_requires_python, registry_url, fmt) -> None:
     """What REFs (skill folders or registry references) declare, merged in order, and what it
     resolves to: exact versions with the sha256 of every file."""
     from skillctl.env.prepare import resolve_environment
@@ -114,7 +130,8 @@ def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, regis
             base = _base_image(image)
             client = docker_client()
             env = resolve_environment(decl, probe_image(client, base), index=index, allow_sdist=allow_sdist,
-                                      base_image=base, client=client, progress=progress)
+                                      base_image=base, client=client,
+                                      ignore_requires_python=_ignored(ignore_requires_python, req_path), progress=progress)
             doc = env.to_dict() | {"system_libraries": _built_image_libraries(env, client, base)}
     if fmt == "json":
         emit_json(doc)
@@ -163,7 +180,7 @@ def _echo_libraries(found: list) -> None:
 
 @env_group.command("build")
 @resolving_command(click.option("--force", is_flag=True, help="Rebuild even when an image for this environment exists."))
-def build(refs, req_path, lock_path, force, index, allow_sdist, image, registry_url, fmt) -> None:
+def build(refs, req_path, lock_path, force, index, allow_sdist, image, ignore_requires_python, registry_url, fmt) -> None:
     """Resolve, download (hash-checked) and build the environment image; print its tag."""
     from skillctl.env.prepare import build_environment, resolve_environment
     from skillctl.env.target import probe_image
@@ -181,7 +198,8 @@ def build(refs, req_path, lock_path, force, index, allow_sdist, image, registry_
     else:
         decl = _declarations(refs, registry_url, req_path)
         env = resolve_environment(decl, probe_image(client, base), index=index, allow_sdist=allow_sdist,
-                                  base_image=base, client=client, progress=progress)
+                                  base_image=base, client=client,
+                                  ignore_requires_python=_ignored(ignore_requires_python, req_path), progress=progress)
     tag = build_environment(env, client, base, progress=progress, force=force)
     if fmt == "json":
         from skillctl.env.syslibs import environment_check

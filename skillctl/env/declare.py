@@ -280,15 +280,41 @@ def _text(data: bytes, where: str) -> str:
         raise EnvError(f"{where}: not UTF-8 text") from None
 
 
+IGNORE_REQUIRES_PYTHON = "ignore-requires-python"
+ENVIRONMENT_KEYS = ("python", "debian", IGNORE_REQUIRES_PYTHON)
+
+
+def ignored_requires_python(environment: Any, where: str = "skills.yaml") -> tuple[str, ...]:
+    """The skills whose ``requires-python`` skills.yaml tells skillctl not to hold against the agent
+    image (``environment.ignore-requires-python``: their scripts run on the image's Python all the
+    same, whatever the bound says)."""
+    if not isinstance(environment, dict):
+        return ()
+    names = environment.get(IGNORE_REQUIRES_PYTHON) or []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise EnvError(f"{where}: environment.{IGNORE_REQUIRES_PYTHON} must be a list of skill names")
+    if not names:
+        return ()
+    from skillctl.registry.refs import NAME_RE  # only when the key is used: this module is a leaf
+
+    for name in names:
+        if not NAME_RE.match(name):
+            raise EnvError(f"{where}: environment.{IGNORE_REQUIRES_PYTHON}: '{name}' is not a skill name "
+                           "(lowercase letters, digits and hyphens)")
+    return tuple(dict.fromkeys(names))
+
+
 def project_declarations(environment: Any, where: str = "skills.yaml") -> Declarations:
     """The ``environment:`` section of a project's skills.yaml (None or missing: nothing)."""
     if environment is None:
         return Declarations()
     if not isinstance(environment, dict):
         raise EnvError(f"{where}: environment must be a mapping with 'python' and/or 'debian' lists")
-    unknown = set(environment) - {"python", "debian"}
+    unknown = set(environment) - set(ENVIRONMENT_KEYS)
     if unknown:
-        raise EnvError(f"{where}: environment: unknown key(s) {', '.join(sorted(map(str, unknown)))}; allowed: python, debian")
+        raise EnvError(f"{where}: environment: unknown key(s) {', '.join(sorted(map(str, unknown)))}; allowed: "
+                       f"{', '.join(ENVIRONMENT_KEYS)}")
+    ignored_requires_python(environment, where)  # checked with the rest
     python: list[Declared] = []
     debian: list[Declared] = []
     for key, out in (("python", python), ("debian", debian)):

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from skillctl.env.declare import Declarations, skill_declarations
-from skillctl.env.resolve import PackageFile, Resolution, resolve, uv_binary, uv_version
+from skillctl.env.resolve import PackageFile, Resolution, check_requires_python, resolve, uv_binary, uv_version
 from skillctl.env.target import Target, probe_image
 from skillctl.errors import EnvError
 
@@ -81,6 +81,7 @@ def resolve_environment(
     refresh: bool = False,
     base_image: str = "",
     client: Any = None,
+    ignore_requires_python: Collection[str] = (),
     progress: Progress | None = None,
 ) -> Environment:
     builder = None
@@ -90,7 +91,7 @@ def resolve_environment(
 
         builder = SdistBuilder(client, base_image, target, index_url(index), progress=progress)
     python = resolve(decl, target, index=index, allow_sdist=allow_sdist, builder=builder, refresh=refresh,
-                     progress=progress)
+                     ignore_requires_python=ignore_requires_python, progress=progress)
     debian: tuple[Any, ...] = ()
     if decl.debian:
         from skillctl.env.debian import resolve_debian
@@ -187,6 +188,7 @@ def environment_image(
     allow_sdist: bool = False,
     client: Any = None,
     bundles: Mapping[str, Any] | None = None,
+    ignore_requires_python: Collection[str] = (),
     progress: Progress | None = None,
 ) -> str:
     """The image a run with ``skills`` should start: ``base_image`` when nothing is declared,
@@ -194,15 +196,21 @@ def environment_image(
 
     With ``locked`` (a lock's environment) nothing is resolved: the locked files are used
     exactly, and a skill that needs something the lock lacks is refused.
+
+    A skill's ``requires-python`` is held against the image's Python whether or not it declares
+    anything else (one rule), except for the skills in ``ignore_requires_python``.
     """
     from skillctl.sandbox.client import docker_client
 
     say = progress or (lambda _line: None)
     decl = declarations_of(skills, store, bundles) + (project or Declarations())
-    if locked is None and decl.empty:
+    if locked is None and decl.empty and not decl.requires_python:
         return base_image
     client = client or docker_client()
     target = probe_image(client, base_image)
+    check_requires_python(decl, target, ignore_requires_python, say)
+    if locked is None and decl.empty:
+        return base_image
     if locked is not None:
         if locked.target != target:
             raise EnvError(
@@ -221,7 +229,7 @@ def environment_image(
         say(f"environment: {len(decl.python)} Python requirement(s), {len(decl.debian)} Debian package(s) "
             f"declared by {', '.join(decl.owners())}")
         env = resolve_environment(decl, target, index=index, allow_sdist=allow_sdist, base_image=base_image,
-                                  client=client, progress=progress)
+                                  client=client, ignore_requires_python=ignore_requires_python, progress=progress)
     return build_environment(env, client, base_image, progress=progress)
 
 
@@ -238,23 +246,29 @@ def lock_environment(
     index: str | None = None,
     allow_sdist: bool = False,
     client: Any = None,
+    ignore_requires_python: Collection[str] = (),
     progress: Progress | None = None,
 ) -> dict[str, Any] | None:
     """Resolve the environment of a project lock — what its ``skills`` declare (read through
     ``store``) and skills.yaml's ``environment`` section (``project_environment``) —, write the
     pylock beside ``lock_path`` and return the section for skills.lock (None when nothing is
-    declared)."""
+    declared). A ``requires-python`` the image cannot meet is refused here, at lock time, unless
+    its skill is in ``ignore_requires_python`` (which the lock then records)."""
     from skillctl.env.declare import project_declarations
     from skillctl.env.lock import environment_section
     from skillctl.sandbox.client import docker_client
 
     decl = declarations_of(sorted(skills, key=lambda s: s.name), store) + project_declarations(project_environment)
-    if decl.empty:
+    if decl.empty and not decl.requires_python:
         return None
     client = client or docker_client()
     target = probe_image(client, base_image)
+    check_requires_python(decl, target, ignore_requires_python, progress)
+    if decl.empty:
+        return None
     env = resolve_environment(decl, target, index=index, allow_sdist=allow_sdist, refresh=True,
-                              base_image=base_image, client=client, progress=progress)
+                              base_image=base_image, client=client, ignore_requires_python=ignore_requires_python,
+                              progress=progress)
     return environment_section(env, lock_path)
 
 
@@ -281,13 +295,15 @@ def locked_environment(section: Any, lock_path: Any, *, progress: Progress | Non
 
 def run_image(skills: Sequence[Any], store: Any, base_image: str, *, lock_path: Any = None, lock_environment: Any = None,
               project_environment: Any = None, index: str | None = None, allow_sdist: bool = False,
-              bundles: Mapping[str, Any] | None = None, progress: Progress | None = None) -> str:
+              bundles: Mapping[str, Any] | None = None, ignore_requires_python: Collection[str] = (),
+              progress: Progress | None = None) -> str:
     """The image ``skillctl run`` starts for ``skills``: with a lock (its ``environment``
     section, the pylock beside ``lock_path``), exactly its environment; otherwise what the skills
     declare plus the project's ``environment:`` section (``project_environment``, for a run in a
     project without a lock), resolved and built on first use, cached after. ``bundles``: the skills' contents
     the run already verified (``runtime.loader.fetch_bundles``), by digest, so no bundle is
-    fetched twice."""
+    fetched twice. ``ignore_requires_python``: skills whose ``requires-python`` is not held
+    against the image (the run's option, the lock's record, skills.yaml's list)."""
     from skillctl.env.declare import Declarations, project_declarations
 
     locked = locked_environment(lock_environment, lock_path) if lock_path is not None else None
@@ -295,4 +311,5 @@ def run_image(skills: Sequence[Any], store: Any, base_image: str, *, lock_path: 
     if not skills and locked is None and project.empty:
         return base_image
     return environment_image(skills, store, base_image=base_image, project=project, locked=locked, index=index,
-                             allow_sdist=allow_sdist, bundles=bundles, progress=progress)
+                             allow_sdist=allow_sdist, bundles=bundles, ignore_requires_python=ignore_requires_python,
+                             progress=progress)

@@ -24,7 +24,7 @@ import subprocess
 import sysconfig
 import tempfile
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -187,15 +187,26 @@ def parse_pylock(text: str, target: Target, where: str = "pylock.toml") -> tuple
 # ------------------------------------------------------------------------------ resolving
 
 
-def check_requires_python(decl: Declarations, target: Target) -> None:
-    """Every ``requires-python`` a skill declares must admit the image's Python."""
+def check_requires_python(decl: Declarations, target: Target, ignore: Collection[str] = (),
+                          progress: Progress | None = None) -> None:
+    """Every ``requires-python`` a skill declares must admit the image's Python — whether or not
+    the skill has anything else to resolve — except for the skills in ``ignore`` (the user's
+    ``--ignore-requires-python``, or skills.yaml's ``environment.ignore-requires-python``), which
+    are named on ``progress`` instead."""
     for pin in decl.requires_python:
-        if not SpecifierSet(pin.requirement).contains(target.python, prereleases=True):
-            raise EnvError(
-                f"{pin.owner}: {pin.source} requires Python {pin.requirement}, but the agent image has Python "
-                f"{target.python}; build the agent image on a newer Debian (SKILLCTL_DEBIAN_SUITE=trixie skillctl "
-                "image build) or ask the skill's author whether that bound is needed"
-            )
+        if SpecifierSet(pin.requirement).contains(target.python, prereleases=True):
+            continue
+        if pin.owner in ignore:
+            if progress is not None:
+                progress(f"warning: {pin.owner}: {pin.source} requires Python {pin.requirement}; the agent image has "
+                         f"Python {target.python} and it is used all the same (--ignore-requires-python {pin.owner})")
+            continue
+        raise EnvError(
+            f"{pin.owner}: {pin.source} requires Python {pin.requirement}, but the agent image has Python "
+            f"{target.python}; build the agent image on a newer Debian (SKILLCTL_DEBIAN_SUITE=trixie skillctl "
+            f"image build), or, if its scripts run on {target.python} all the same, pass --ignore-requires-python "
+            f"{pin.owner} (or list it under environment.ignore-requires-python in skills.yaml; the lock records it)"
+        )
 
 
 def _applies(declared: Declared, target: Target) -> bool:
@@ -296,15 +307,17 @@ def resolve(
     allow_sdist: bool = False,
     builder: Any = None,
     refresh: bool = False,
+    ignore_requires_python: Collection[str] = (),
     progress: Progress | None = None,
 ) -> Resolution:
     """Resolve ``decl``'s Python requirements for ``target`` (cached by inputs).
 
     With ``allow_sdist``, ``builder`` (a ``skillctl.env.sdist.SdistBuilder``) builds the
-    packages that have no wheel, each in a throwaway container.
+    packages that have no wheel, each in a throwaway container. ``ignore_requires_python``: the
+    skills whose ``requires-python`` is not held against the target (see ``check_requires_python``).
     """
     say = progress or (lambda _line: None)
-    check_requires_python(decl, target)
+    check_requires_python(decl, target, ignore_requires_python)
     index = index_url(index)
     lines = requirement_lines(decl, target)
     if not lines:

@@ -130,6 +130,9 @@ class Lock:
     # Under a trust policy: {"keys": {KEY FILE AS WRITTEN: KEY ID}}; None without one.
     trust: dict[str, Any] | None = None
     format: int = LOCK_VERSION  # what the file said; always written as LOCK_VERSION
+    # Skills whose requires-python is not held against the agent image: skills.yaml's
+    # environment.ignore-requires-python and the --ignore-requires-python given to lock.
+    ignore_requires_python: tuple[str, ...] = ()
 
     @property
     def trust_section(self) -> Any:
@@ -153,6 +156,8 @@ class Lock:
             doc["environment"] = self.environment
         if self.trust is not None:
             doc["trust"] = self.trust
+        if self.ignore_requires_python:
+            doc["ignore_requires_python"] = sorted(self.ignore_requires_python)
         return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
     def is_stale(self, current: dict[str, Any]) -> bool:
@@ -243,8 +248,11 @@ def parse_lock(doc: Any, path: Path) -> Lock:
     skills = doc.get("skills")
     if not isinstance(skills, dict):
         raise _fail(path, "skills must be an object")
+    ignored = doc.get("ignore_requires_python", [])
+    if not isinstance(ignored, list) or not all(isinstance(n, str) and NAME_RE.match(n) for n in ignored):
+        raise _fail(path, "ignore_requires_python must be a list of skill names")
     locked = tuple(_locked_skill(path, name, s, fmt) for name, s in skills.items())
-    return Lock(dict(req), locked, environment, trust, fmt)
+    return Lock(dict(req), locked, environment, trust, fmt, tuple(ignored))
 
 
 def read_lock(path: Path) -> Lock:

@@ -41,6 +41,8 @@ class EnvOptions:
     index: str | None = None
     allow_sdist: bool = False
     image: str | None = None
+    # --ignore-requires-python: recorded in the lock, with skills.yaml's own list
+    ignore_requires_python: tuple[str, ...] = ()
 
 
 class Workspace:
@@ -107,20 +109,32 @@ class Workspace:
 
     def _with_environment(self, lock: Lock, env: EnvOptions, previous: Lock | None) -> Lock:
         """The lock plus its resolved environment (pylock written beside it), when anything is
-        declared; an unchanged lock keeps the environment it had."""
+        declared; an unchanged lock keeps the environment it had. The skills whose
+        ``requires-python`` is ignored (skills.yaml's list and ``env``'s) are recorded, for the
+        skills the lock holds."""
+        from skillctl.env.declare import ignored_requires_python
         from skillctl.env.prepare import declarations_of, lock_environment
 
-        if previous is not None and previous.environment is not None and _same_pins(previous, lock):
+        names = {s.name for s in lock.skills}
+        wanted = ignored_requires_python(self.project.environment, str(self.requirements)) + env.ignore_requires_python
+        unknown = sorted(set(wanted) - names)
+        if unknown and self.progress is not None:
+            self.progress(f"warning: --ignore-requires-python {', '.join(unknown)}: not a skill of this lock; nothing to ignore")
+        lock = dataclasses.replace(lock, ignore_requires_python=tuple(sorted(set(wanted) & names)))
+        if previous is not None and previous.environment is not None and _same_pins(previous, lock) \
+                and previous.ignore_requires_python == lock.ignore_requires_python:
             return dataclasses.replace(lock, environment=previous.environment)
         store = self.store(lock)
         skills = store.locked()
-        if not self.project.environment and declarations_of(skills, store).empty:
+        decl = declarations_of(skills, store)
+        if not self.project.environment and decl.empty and not decl.requires_python:
             return lock
         from skillctl.sandbox.image import ensure_image
 
         base = env.image or ensure_image(progress=self.progress)
         section = lock_environment(skills, store, self.project.environment, self.lock_path, base_image=base, index=env.index,
-                                   allow_sdist=env.allow_sdist, progress=self.progress)
+                                   allow_sdist=env.allow_sdist, ignore_requires_python=lock.ignore_requires_python,
+                                   progress=self.progress)
         return dataclasses.replace(lock, environment=section)
 
     # ------------------------------------------------------------------ reading a lock

@@ -235,14 +235,20 @@ class Runner:
 
         lock_environment = self.locked.lock.environment if self.locked is not None else None
         project_environment = None
-        if self.locked is None and self.spec.project is not None and self.spec.project.is_file():
+        ignored = tuple(self.spec.ignore_requires_python)
+        if self.locked is not None:
+            ignored += self.locked.lock.ignore_requires_python
+        elif self.spec.project is not None and self.spec.project.is_file():
             # A run in a project without a lock still gets the packages skills.yaml declares.
+            from skillctl.env.declare import ignored_requires_python
             from skillctl.project.spec import load_project
 
             project_environment = load_project(self.spec.project).environment
+            ignored += ignored_requires_python(project_environment, str(self.spec.project))
         return run_image(skills, registry, base, lock_path=self.spec.lock, lock_environment=lock_environment,
                          project_environment=project_environment, index=self.spec.index_url,
-                         allow_sdist=self.spec.allow_sdist, bundles=self.bundles, progress=self.progress)
+                         allow_sdist=self.spec.allow_sdist, bundles=self.bundles, ignore_requires_python=ignored,
+                         progress=self.progress)
 
     @contextmanager
     def memory_session(self) -> Iterator[Memory | None]:

@@ -15,6 +15,7 @@ from skillctl.env import declare
 from skillctl.env.declare import (
     PROJECT,
     Declarations,
+    ignored_requires_python,
     parse_requirements_txt,
     project_declarations,
     read_script_metadata,
@@ -121,6 +122,8 @@ def test_project_environment_is_read_from_skills_yaml(tmp_path):
         ("environment:\n  python: numpy", "must be a list of strings"),
         ("environment:\n  python: ['numpy @ https://x/y.whl']", "names a URL"),
         ("environment:\n  debian: ['Bad Name']", "not a Debian package name"),
+        ("environment:\n  ignore-requires-python: skill-writer", "ignore-requires-python must be a list of skill names"),
+        ("environment:\n  ignore-requires-python: ['Skill Writer']", "'Skill Writer' is not a skill name"),
     ],
 )
 def test_bad_project_environment_is_a_lock_error(tmp_path, body, words):
@@ -128,6 +131,14 @@ def test_bad_project_environment_is_a_lock_error(tmp_path, body, words):
     path.write_text(f"skills: {{}}\n{body}\n")
     with pytest.raises(LockError, match=words):
         load_project(path)
+
+
+def test_skills_whose_requires_python_is_ignored_are_read_from_skills_yaml(tmp_path):
+    path = tmp_path / "skills.yaml"
+    path.write_text("skills:\n  skill-writer: ^1\nenvironment:\n  ignore-requires-python: [skill-writer, skill-writer]\n")
+    environment = load_project(path).environment
+    assert ignored_requires_python(environment) == ("skill-writer",) and project_declarations(environment).empty
+    assert ignored_requires_python(None) == ()
 
 
 def test_a_skills_yaml_without_environment_keeps_its_old_requirements_shape(tmp_path):

@@ -91,12 +91,33 @@ def test_a_lock_refuses_a_wheel_whose_bytes_changed_on_the_index(project, tmp_pa
     assert edited.exit_code == 1 and "pylock.skills.toml has digest" in edited.stderr, edited.output
 
 
-def test_skill_needing_a_newer_python_is_refused_before_anything_starts(project, tmp_path):
+def test_requires_python_is_one_rule_with_an_override_the_lock_records(project, tmp_path, monkeypatch):
+    """getsentry's skill-writer asks for Python >= 3.12 and declares pyyaml; a skill that asks for
+    3.12 and declares nothing else used to run while skill-writer was refused. Now both are
+    refused, both run with --ignore-requires-python, and a lock made with it records it."""
     publish(project, copy_skill(real_skill("getsentry+skills", "skill-writer"), tmp_path), "--version", "1.0.0")
-    result = invoke(project, "run", "--skill", "skill-writer", "--model", scripted(tmp_path, ["true"]), "task")
-    assert result.exit_code == 1
-    assert ("skill-writer: scripts/quick_validate.py (PEP 723) requires Python >=3.12, but the agent image has "
-            "Python 3.11.2") in result.stderr
+    publish(project, make_skill(tmp_path, "newer-only", "# /// script\n# requires-python = \">=3.12\"\n# ///\nprint('ran')\n"))
+    for name, source in (("skill-writer", "scripts/quick_validate.py"), ("newer-only", "scripts/run.py")):
+        result = invoke(project, "run", "--skill", name, "--model", scripted(tmp_path, ["true"]), "task")
+        assert result.exit_code == 1, result.output
+        assert (f"{name}: {source} (PEP 723) requires Python >=3.12, but the agent image has Python 3.11.2") in result.stderr
+        assert f"pass --ignore-requires-python {name}" in result.stderr and "Traceback" not in result.output
+    (tmp_path / "skills.yaml").write_text("skills:\n  skill-writer: ^1\n  newer-only: ^1\n")
+    monkeypatch.chdir(tmp_path)
+    refused = invoke(project, "lock")
+    assert refused.exit_code == 1 and "pass --ignore-requires-python" in refused.stderr, refused.output
+    assert not (tmp_path / "skills.lock").exists()
+    made = invoke(project, "lock", "--ignore-requires-python", "skill-writer", "--ignore-requires-python", "newer-only",
+                  "--ignore-requires-python", "not-here")
+    assert made.exit_code == 0, made.output
+    assert "--ignore-requires-python not-here: not a skill of this lock" in made.stderr
+    assert "newer-only: scripts/run.py (PEP 723) requires Python >=3.12; the agent image has Python 3.11.2" in made.stderr
+    assert json.loads((tmp_path / "skills.lock").read_text())["ignore_requires_python"] == ["newer-only", "skill-writer"]
+    # The lock's record is enough: its script runs on 3.11 with the pyyaml it declares.
+    _, outputs = run_outputs(project, tmp_path, "--lock", "skills.lock", commands=[
+        "python3 /skills/skill-writer/scripts/quick_validate.py /skills/skill-writer; echo rc=$?",
+        "python3 /skills/newer-only/scripts/run.py"])
+    assert '"valid": ' in outputs and "Traceback" not in outputs and "\nran" in "\n" + outputs, outputs
 
 
 def test_real_excel_skill_converts_a_workbook_offline_with_pandas(project, tmp_path):

@@ -16,7 +16,7 @@ from packaging.specifiers import SpecifierSet
 
 from skillctl.env.declare import PROJECT, Declarations, Declared
 from skillctl.env.files import Wanted, ensure_files
-from skillctl.env.resolve import PackageFile, parse_pylock, resolve
+from skillctl.env.resolve import PackageFile, check_requires_python, parse_pylock, resolve
 from skillctl.env import simple
 from skillctl.env.sdist import SdistBuilder, dump_toml, pylock_with_sdists, wheel_from_output
 from skillctl.env.simple import choose_sdist
@@ -264,3 +264,17 @@ def test_downloads_are_checked_and_a_changed_file_is_refused(index, cache, tmp_p
     path.write_bytes(b"tampered on disk")
     with pytest.raises(EnvIntegrityError, match="cached .* delete it and retry"):
         ensure_files([want])
+
+
+def test_an_ignored_requires_python_is_named_and_resolved_all_the_same(index, cache):
+    pins = Declarations((Declared("pyyaml", "skill-writer", "scripts/quick_validate.py (PEP 723)"),),
+                        (Declared(">=3.12", "skill-writer", "scripts/quick_validate.py (PEP 723)"),
+                         Declared(">=3.10", "other", "scripts/x.py (PEP 723)")))
+    with pytest.raises(EnvError, match="pass --ignore-requires-python skill-writer"):
+        check_requires_python(pins, TARGET, ignore=("other",))
+    said: list[str] = []
+    check_requires_python(pins, TARGET, ignore=("skill-writer",), progress=said.append)
+    assert said == ["warning: skill-writer: scripts/quick_validate.py (PEP 723) requires Python >=3.12; the agent image "
+                    "has Python 3.11.2 and it is used all the same (--ignore-requires-python skill-writer)"]
+    resolved = resolve(pins, TARGET, index=index.url, ignore_requires_python=("skill-writer",))
+    assert [f.name for f in resolved.files] == ["pyyaml"]

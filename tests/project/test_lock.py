@@ -4,6 +4,8 @@ the one before it), and a damaged lock refused."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 from pathlib import Path
@@ -188,6 +190,11 @@ def test_lock_file_round_trip_and_staleness(reg, published, lock_of, project) ->
     lock = lock_of("skills:\n  alpha: ^1\n")
     back = read_lock(project / "skills.lock")
     assert back == lock
+    ignoring = dataclasses.replace(lock, ignore_requires_python=("alpha",))
+    (project / "skills.lock").write_text(ignoring.to_json())
+    assert read_lock(project / "skills.lock") == ignoring
+    (project / "skills.lock").write_text(lock.to_json())
+    assert "ignore_requires_python" not in lock.to_json()
 
     def stale(text: str) -> bool:
         return back.is_stale(load_project(_yaml(project, text)).requirements_doc())
@@ -238,6 +245,8 @@ def test_lock_file_is_readable_by_everyone_who_can_read_the_project(tmp_path: Pa
                                               "commit": "abc"}}}, "is not a full commit id"),
         (lambda d: {**d, "skills": {"alpha": {**d["skills"]["alpha"], "size": "big"}}}, r"skills\.alpha\.size is not a size"),
         (lambda d: [], "not a JSON object"),
+        (lambda d: {**d, "ignore_requires_python": "alpha"}, "ignore_requires_python must be a list of skill names"),
+        (lambda d: {**d, "ignore_requires_python": ["../x"]}, "ignore_requires_python must be a list of skill names"),
     ],
 )
 def test_a_damaged_lock_is_refused(reg, published, lock_of, project, mutate, message: str) -> None:
