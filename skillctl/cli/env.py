@@ -142,7 +142,7 @@ def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, ignor
             env = resolve_environment(decl, probe_image(client, base), index=index, allow_sdist=allow_sdist,
                                       base_image=base, client=client,
                                       ignore_requires_python=_ignored(ignore_requires_python, req_path), progress=progress)
-            doc = env.to_dict()
+            doc = env.to_dict() | {"system_libraries": _built_image_libraries(env, client, base)}
             doc["checks"] = [c.to_dict() for c in check_environment(env, imports, download=True, progress=progress)]
     if fmt == "json":
         emit_json(doc)
@@ -162,6 +162,31 @@ def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, ignor
             click.echo(f"  {f['name']}=={f['version']}  {f['filename']}  sha256:{f['sha256']}")
         for d in doc["debian"]:
             click.echo(f"  {d['package']}={d['version']}  {d['filename']}  sha256:{d['sha256']}")
+    if doc.get("system_libraries") is not None:
+        _echo_libraries(doc["system_libraries"])
+    elif "system_libraries" in doc:
+        click.echo("system libraries: not checked yet (the environment image is not built; `skillctl env build`)")
+
+
+def _built_image_libraries(env, client, base: str):
+    """The system-library report of ``env``'s image when it is built (None when it is not)."""
+    from skillctl.env.prepare import existing_environment_image
+    from skillctl.env.syslibs import environment_check
+
+    tag = existing_environment_image(env, client, base)
+    if tag is None:
+        return [] if env.empty else None
+    found = environment_check(client, tag, env, progress=progress)
+    return None if found is None else [m.to_dict() for m in found]
+
+
+def _echo_libraries(found: list) -> None:
+    from skillctl.env.syslibs import MissingLibrary, report_lines
+
+    lines = report_lines([MissingLibrary.from_dict(d) for d in found])
+    click.echo("system libraries: every one the wheels need is in the image" if not lines else "system libraries:")
+    for line in lines:
+        click.echo(f"  {line}")
 
 
 @env_group.command("build")
@@ -188,7 +213,11 @@ def build(refs, req_path, lock_path, force, index, allow_sdist, image, ignore_re
                                   ignore_requires_python=_ignored(ignore_requires_python, req_path), progress=progress)
     tag = build_environment(env, client, base, progress=progress, force=force)
     if fmt == "json":
-        emit_json({"image": tag, "base": base, **env.to_dict()})
+        from skillctl.env.syslibs import environment_check
+
+        found = environment_check(client, tag, env) if tag != base else []  # checked by the build: cached
+        emit_json({"image": tag, "base": base, **env.to_dict(),
+                   "system_libraries": None if found is None else [m.to_dict() for m in found]})
     else:
         click.echo(tag)
 
@@ -296,10 +325,14 @@ def prune(everything, bases, lock_paths, keep_within, dry_run, image, fmt) -> No
 @click.argument("skill")
 @click.option("--as", "style", type=click.Choice(["pep723", "requirements"]), default="pep723", show_default=True,
               help="Print a PEP 723 block to paste at the top of a script, or requirements.txt lines.")
+@click.option("--check-libraries", is_flag=True,
+              help="Also resolve the result (index and Docker, as `env show`), read the shared objects of its wheels "
+              "and propose the Debian packages for the libraries the agent image lacks (JSON key `debian`). "
+              "Index: SKILLCTL_INDEX_URL, UV_INDEX_URL, PIP_INDEX_URL, else PyPI.")
 @registry_option
 @format_option
 @library_errors
-def infer(skill, style, registry_url, fmt) -> None:
+def infer(skill, style, check_libraries, registry_url, fmt) -> None:
     """Suggest the declaration for SKILL (a folder, or a registry reference NAME[@RANGE]): what it
     declares plus what its scripts import that nothing declares (stdlib and the skill's own
     modules left out). Each import's distribution comes from a declaration, an install line of
@@ -309,7 +342,7 @@ def infer(skill, style, registry_url, fmt) -> None:
     only noted, unless the skill's text asks to install them. Review the result: versions are
     for you to bound. JSON: {declared, missing, optional, unknown, imports: [{module, file,
     line, distribution, provenance, certain, why, optional, caught, marker, needed, evidence}],
-    pep723, requirements}."""
+    pep723, requirements} (and `debian` with --check-libraries)."""
     import tempfile
 
     from skillctl.bundle import collect_files
@@ -319,8 +352,9 @@ def infer(skill, style, registry_url, fmt) -> None:
         folder, shown = _skill_folder(skill, registry_url, Path(tmp))
         files = [f.path for f in collect_files(folder)]
         result = infer_imports(folder, Path(os.path.abspath(folder)).name, files)
+        debian = _infer_debian(result.requirements(), Path(os.path.abspath(folder)).name) if check_libraries else None
         if fmt == "json":
-            emit_json({
+            emit_json({**({"debian": debian} if debian is not None else {}),
                 "declared": list(result.declared), "missing": list(result.missing),
                 "optional": list(result.optional), "unknown": list(result.unknown),
                 "imports": [c.to_dict() for c in result.choices],
@@ -346,6 +380,33 @@ def infer(skill, style, registry_url, fmt) -> None:
         for dist in result.optional:
             where = ", ".join(f"{c.use.file}:{c.use.line}" for c in result.choices if c.distribution == dist)
             progress(f"optional: {dist} (imported under an ImportError guard at {where}), not added")
+        if debian is not None:
+            _say_debian(debian)
+
+
+def _infer_debian(requirements: list[str], owner: str) -> dict:
+    """``env infer --check-libraries``: the Debian packages the resolved wheels' libraries need;
+    a resolution that fails is a note, not an error (the import proposal stands)."""
+    from skillctl.env.syslibs import infer_debian
+    from skillctl.errors import SkillctlError
+    from skillctl.sandbox.client import docker_client
+
+    try:
+        base = _base_image(None)
+        return infer_debian(requirements, owner, client=docker_client(), base_image=base, progress=progress)
+    except SkillctlError as exc:  # no index, no Docker, nothing resolvable: the import proposal stands
+        return {"packages": [], "system_libraries": None, "note": f"system libraries not checked: {exc}"}
+
+
+def _say_debian(debian: dict) -> None:
+    """On stderr (stdout is the block to paste): what is missing and the skills.yaml line."""
+    from skillctl.env.syslibs import MissingLibrary, report_lines
+
+    if debian["note"]:
+        progress(debian["note"])
+    found = [MissingLibrary.from_dict(d) for d in debian["system_libraries"] or []]
+    for line in report_lines(found):
+        progress(line)
 
 
 def _skill_folder(skill: str, registry_url: str | None, scratch: Path) -> tuple[Path, str]:

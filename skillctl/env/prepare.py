@@ -147,7 +147,7 @@ def build_environment(env: Environment, client: Any, base_image: str, *, progres
                                            force)
     if tag is not None:
         say(f"environment image {tag} is up to date")
-        return tag
+        return _libraries_checked(tag, env, client, say)
     wanted = [Wanted(f.filename, f.url, f.sha256, f.size) for f in env.python.wheels] + [
         Wanted(d.filename, d.url, d.sha256, d.size) for d in env.debian
     ]
@@ -163,7 +163,29 @@ def build_environment(env: Environment, client: Any, base_image: str, *, progres
         for sdist in env.python.sdists:
             path, sha = builder.wheel_for(sdist)
             wheels.append(EnvFile(path, sha, sdist.pin))
-    return build_env_image(client, base, digest, wheels, debs, uv_bin=uv, progress=progress, force=force)
+    tag = build_env_image(client, base, digest, wheels, debs, uv_bin=uv, progress=progress, force=force)
+    return _libraries_checked(tag, env, client, say)
+
+
+def _libraries_checked(tag: str, env: Environment, client: Any, say: Progress) -> str:
+    """``tag``, once the libraries its wheels need are checked in it: a missing one is a warning
+    naming the Debian package that ships it (``skillctl.env.syslibs``; cached by image id)."""
+    from skillctl.env.syslibs import environment_check, warn
+
+    warn(environment_check(client, tag, env, progress=say), say)
+    return tag
+
+
+def existing_environment_image(env: Environment, client: Any, base_image: str) -> str | None:
+    """The tag of the image already built for ``env`` on ``base_image``, or None."""
+    from skillctl.env.build import env_hash, existing_env_image
+
+    if env.empty:
+        return None
+    uv = uv_version(uv_binary())
+    pairs = [(f.filename, f.sha256) for f in env.python.files]
+    deb_pairs = [(d.filename, d.sha256) for d in env.debian]
+    return existing_env_image(client, base_image, lambda base_id: env_hash(base_id, pairs, deb_pairs, uv), False)[2]
 
 
 def covers(files: Sequence[PackageFile], decl: Declarations, target: Target) -> list[str]:

@@ -18,14 +18,15 @@ def _record_hash(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-def make_wheel(folder: Path, name: str, version: str = "1.0", *, files: dict[str, str] | None = None,
+def make_wheel(folder: Path, name: str, version: str = "1.0", *, files: dict[str, str | bytes] | None = None,
                entry_points: dict[str, dict[str, str]] | None = None, data: dict[str, str] | None = None) -> Path:
-    """``name-version-py3-none-any.whl`` in ``folder``: ``files`` at the wheel's root (purelib),
+    """``name-version-py3-none-any.whl`` in ``folder``: ``files`` (text or bytes) at the wheel's root (purelib),
     ``entry_points`` as {"console_scripts": {"ls": "pkg:main"}}, ``data`` under its .data folder
     (executable, as scripts must be)."""
     dist = f"{name}-{version}"
     members: dict[str, tuple[bytes, int]] = {
-        rel: (text.encode(), 0o644) for rel, text in (files or {f"{name}/__init__.py": "VALUE = 1\n"}).items()
+        rel: (text if isinstance(text, bytes) else text.encode(), 0o644)
+        for rel, text in (files or {f"{name}/__init__.py": "VALUE = 1\n"}).items()
     }
     for rel, text in (data or {}).items():
         members[f"{dist}.data/{rel}"] = (text.encode(), 0o755)
