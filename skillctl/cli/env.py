@@ -33,12 +33,13 @@ def _base_image(image: str | None) -> str:
     return image or ensure_image(progress=progress)
 
 
-def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Path | None):
+def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Path | None, imports: list | None = None):
     """Declarations of REFs — skill folders (for authors) or registry references — plus the
-    project's skills.yaml environment when given."""
+    project's skills.yaml environment when given; ``imports`` (a list) gets each skill's
+    third-party imports as (skill, Choice)."""
     from skillctl.env.declare import Declarations, project_declarations, skill_declarations
     from skillctl.env.imports import folder_reader
-    from skillctl.env.prepare import declarations_of
+    from skillctl.env.prepare import declarations_of, skill_imports
     from skillctl.project.spec import load_project
 
     decl = Declarations()
@@ -49,12 +50,16 @@ def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Pat
             from skillctl.bundle import collect_files
 
             files = [f.path for f in collect_files(folder)]
-            decl = decl + skill_declarations(folder.resolve().name, files, folder_reader(folder))
+            owner = folder.resolve().name
+            declared = skill_declarations(owner, files, folder_reader(folder))
+            decl = decl + declared
+            if imports is not None:
+                imports += skill_imports(owner, files, folder_reader(folder), declared)
         else:
             refs_in_registry.append(ref)
     if refs_in_registry:
         reg = open_registry_for_cli(registry_url)
-        decl = decl + declarations_of([reg.resolve(r) for r in refs_in_registry], reg)
+        decl = decl + declarations_of([reg.resolve(r) for r in refs_in_registry], reg, imports=imports)
     if req_path is not None:  # the project's declarations merge last
         decl = decl + project_declarations(load_project(req_path).environment, str(req_path))
     return decl
@@ -115,16 +120,21 @@ def resolving_command(extra: click.Option):
 @resolving_command(click.option("--no-resolve", is_flag=True, help="Only list what is declared (no index, no Docker)."))
 def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, ignore_requires_python, registry_url, fmt) -> None:
     """What REFs (skill folders or registry references) declare, merged in order, and what it
-    resolves to: exact versions with the sha256 of every file."""
-    from skillctl.env.prepare import resolve_environment
+    resolves to: exact versions with the sha256 of every file. Once resolved, every import of
+    the skills' scripts is checked against what the resolved wheels provide (their file lists,
+    read from the cache or by HTTP Range requests, else downloaded): each one that none
+    provides is a located warning on stderr and in JSON's `checks` list ({owner, file, line,
+    module, distribution, resolved, message})."""
+    from skillctl.env.prepare import check_environment, resolve_environment
     from skillctl.env.target import probe_image
     from skillctl.sandbox.client import docker_client
 
+    imports: list = []
     if lock_path is not None:
         env = _locked(lock_path)
         decl, doc = env.declarations, env.to_dict()
     else:
-        decl = _declarations(refs, registry_url, req_path)
+        decl = _declarations(refs, registry_url, req_path, imports)
         doc = {"declared": decl.to_dict()}
         if not no_resolve and not decl.empty:
             base = _base_image(image)
@@ -133,6 +143,7 @@ def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, ignor
                                       base_image=base, client=client,
                                       ignore_requires_python=_ignored(ignore_requires_python, req_path), progress=progress)
             doc = env.to_dict() | {"system_libraries": _built_image_libraries(env, client, base)}
+            doc["checks"] = [c.to_dict() for c in check_environment(env, imports, download=True, progress=progress)]
     if fmt == "json":
         emit_json(doc)
         return
@@ -323,9 +334,15 @@ def prune(everything, bases, lock_paths, keep_within, dry_run, image, fmt) -> No
 @library_errors
 def infer(skill, style, check_libraries, registry_url, fmt) -> None:
     """Suggest the declaration for SKILL (a folder, or a registry reference NAME[@RANGE]): what it
-    declares plus what its scripts import that nothing declares (by the import-name →
-    distribution map; stdlib and the skill's own modules left out). Review the result: versions
-    are for you to bound."""
+    declares plus what its scripts import that nothing declares (stdlib and the skill's own
+    modules left out). Each import's distribution comes from a declaration, an install line of
+    the skill's own text (`pip install fair-esm`), the import-name map, or — a guess, marked
+    "unknown — check" — the import's own name. Imports under a platform check get its marker
+    (`pywin32; sys_platform == "win32"`); those under an ImportError handler are optional and
+    only noted, unless the skill's text asks to install them. Review the result: versions are
+    for you to bound. JSON: {declared, missing, optional, unknown, imports: [{module, file,
+    line, distribution, provenance, certain, why, optional, caught, marker, needed, evidence}],
+    pep723, requirements} (and `debian` with --check-libraries)."""
     import tempfile
 
     from skillctl.bundle import collect_files
@@ -339,17 +356,30 @@ def infer(skill, style, check_libraries, registry_url, fmt) -> None:
         if fmt == "json":
             emit_json({**({"debian": debian} if debian is not None else {}),
                 "declared": list(result.declared), "missing": list(result.missing),
-                "imports": [{"module": u.module, "distribution": u.distribution, "file": u.file, "line": u.line}
-                            for u in result.uses],
+                "optional": list(result.optional), "unknown": list(result.unknown),
+                "imports": [c.to_dict() for c in result.choices],
                 "pep723": result.pep723_block(), "requirements": result.requirements(),
             })
             return
         if style == "requirements":
-            click.echo("\n".join(result.requirements()))
+            click.echo("\n".join(result.requirement_lines()))
         else:
             click.echo(result.pep723_block(), nl=False)
-        for u in result.uses:
-            progress(f"{shown}/{u.file}:{u.line}: imports {u.module} -> {u.distribution}")
+        for c in result.choices:
+            u = c.use
+            if c.provenance == "declared":
+                continue
+            guard = []
+            if u.caught:
+                guard.append("guarded by an ImportError handler")
+            if u.marker:
+                guard.append(f"only when {u.marker}")
+            guarded = f" ({'; '.join(guard)})" if guard else ""
+            target = c.distribution or "?"
+            progress(f"{shown}/{u.file}:{u.line}: imports {u.module} -> {target}{guarded}: {c.why}")
+        for dist in result.optional:
+            where = ", ".join(f"{c.use.file}:{c.use.line}" for c in result.choices if c.distribution == dist)
+            progress(f"optional: {dist} (imported under an ImportError guard at {where}), not added")
         if debian is not None:
             _say_debian(debian)
 

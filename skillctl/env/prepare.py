@@ -55,10 +55,13 @@ def digest_of(doc: Any) -> str:
     return "sha256:" + hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-def declarations_of(skills: Sequence[Any], store: Any, bundles: Mapping[str, Any] | None = None) -> Declarations:
+def declarations_of(skills: Sequence[Any], store: Any, bundles: Mapping[str, Any] | None = None,
+                    imports: list[Any] | None = None) -> Declarations:
     """What each skill declares, read from its verified bundle: from ``bundles`` (contents a
     run already fetched and verified, by digest) when there, else fetched now (``store.fetch``
-    checks the digest; ``read_artifact`` checks the archive, whatever its type)."""
+    checks the digest; ``read_artifact`` checks the archive, whatever its type). Given
+    ``imports`` (a list), each skill's third-party imports are appended to it as (skill name,
+    ``imports.Choice``), for ``check_environment``."""
     from skillctl.bundle import read_artifact
 
     total = Declarations()
@@ -68,8 +71,34 @@ def declarations_of(skills: Sequence[Any], store: Any, bundles: Mapping[str, Any
             contents = read_artifact(store.fetch(skill), skill.artifact_type, expected_name=skill.name,
                                      source=f"{skill.name}@{skill.version}")
         files = contents.files
-        total = total + skill_declarations(skill.name, list(files), lambda rel: bytes(files[rel]))
+        declared = skill_declarations(skill.name, list(files), lambda rel: bytes(files[rel]))
+        total = total + declared
+        if imports is not None:
+            imports += skill_imports(skill.name, list(files), lambda rel: bytes(files[rel]), declared)
     return total
+
+
+def skill_imports(owner: str, paths: list[str], read: Callable[[str], bytes], declared: Declarations) -> list[Any]:
+    from skillctl.env.imports import choices_of
+
+    return [(owner, c) for c in choices_of(paths, read, [d.name for d in declared.python])]
+
+
+def check_environment(env: Environment, imports: Sequence[Any], *, download: bool = False,
+                      progress: Progress | None = None) -> list[Any]:
+    """The skills' imports (``(owner, Choice)``) checked against what the environment's wheels
+    provide (``provides.check_imports``): a list of ``ImportCheck``, each also reported as a
+    ``warning:`` line through ``progress``. The wheels' file lists come from the cache, else
+    from Range requests, else (``download``) from full hash-checked downloads."""
+    if not imports or not env.python.files:
+        return []
+    from skillctl.env.provides import check_imports, wheel_provides
+
+    provided = wheel_provides(env.python.files, download=download, progress=progress)
+    found = check_imports(imports, provided, env.target.marker_environment())
+    for check in found:
+        (progress or (lambda _line: None))(f"warning: {check.message}")
+    return found
 
 
 def resolve_environment(
@@ -203,7 +232,8 @@ def environment_image(
     from skillctl.sandbox.client import docker_client
 
     say = progress or (lambda _line: None)
-    decl = declarations_of(skills, store, bundles) + (project or Declarations())
+    imports: list[Any] = []
+    decl = declarations_of(skills, store, bundles, imports) + (project or Declarations())
     if locked is None and decl.empty and not decl.requires_python:
         return base_image
     client = client or docker_client()
@@ -230,7 +260,9 @@ def environment_image(
             f"declared by {', '.join(decl.owners())}")
         env = resolve_environment(decl, target, index=index, allow_sdist=allow_sdist, base_image=base_image,
                                   client=client, ignore_requires_python=ignore_requires_python, progress=progress)
-    return build_environment(env, client, base_image, progress=progress)
+    tag = build_environment(env, client, base_image, progress=progress)
+    check_environment(env, imports, progress=progress)  # after the build: its wheels are in the cache
+    return tag
 
 
 # ------------------------------------------------------------------------------ project locks
@@ -258,7 +290,8 @@ def lock_environment(
     from skillctl.env.lock import environment_section
     from skillctl.sandbox.client import docker_client
 
-    decl = declarations_of(sorted(skills, key=lambda s: s.name), store) + project_declarations(project_environment)
+    imports: list[Any] = []
+    decl = declarations_of(sorted(skills, key=lambda s: s.name), store, imports=imports) + project_declarations(project_environment)
     if decl.empty and not decl.requires_python:
         return None
     client = client or docker_client()
@@ -269,6 +302,7 @@ def lock_environment(
     env = resolve_environment(decl, target, index=index, allow_sdist=allow_sdist, refresh=True,
                               base_image=base_image, client=client, ignore_requires_python=ignore_requires_python,
                               progress=progress)
+    check_environment(env, imports, progress=progress)
     return environment_section(env, lock_path)
 
 
