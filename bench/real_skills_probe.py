@@ -72,21 +72,21 @@ def declarations(skills: list[Path], say):
     return total
 
 
-def resolvable(decl, target, index, say):
+def resolvable(decl, target, index, say, **options):
     """``decl`` without the owners whose requirements cannot be resolved (each named once)."""
     from skillctl.env.resolve import resolve
     from skillctl.errors import EnvError
 
     everyone = decl.owners()  # the probe asks whether scripts start: a requires-python bound is not held
     try:
-        resolve(decl, target, index=index, ignore_requires_python=everyone)
+        resolve(decl, target, index=index, ignore_requires_python=everyone, **options)
         return decl, []
     except EnvError as exc:
         say(f"  the union does not resolve: {str(exc)[:300]}")
     bad = []
     for owner in decl.owners():
         try:
-            resolve(decl.for_owners([owner]), target, index=index, ignore_requires_python=everyone)
+            resolve(decl.for_owners([owner]), target, index=index, ignore_requires_python=everyone, **options)
         except EnvError as exc:
             bad.append((owner, str(exc)))
             say(f"  {owner}: left out, {str(exc)[:200]}")
@@ -161,10 +161,12 @@ def main() -> int:
     parser.add_argument("--skip", action="append", default=[], metavar="SKILL", help="Leave this skill out (repeatable).")
     parser.add_argument("--only", action="append", default=[], metavar="SKILL", help="Probe only these skills (repeatable).")
     parser.add_argument("--index-url", default=None)
+    parser.add_argument("--allow-sdist", action="store_true", help="Build packages that publish no wheel (in containers).")
     parser.add_argument("--format", choices=["text", "json"], default="text")
     args = parser.parse_args()
 
     from skillctl.env.prepare import build_environment, resolve_environment
+    from skillctl.env.resolve import index_url
     from skillctl.env.target import probe_image
     from skillctl.sandbox.client import docker_client
     from skillctl.sandbox.image import ensure_image
@@ -182,9 +184,14 @@ def main() -> int:
         say(f"{root}: {len(skills)} skill(s) with scripts, {sum(len(scripts_of(s)) for s in skills)} script(s)")
         started = time.monotonic()
         decl = declarations(skills, say)
-        decl, left_out = resolvable(decl, target, args.index_url, say)
+        options = {}
+        if args.allow_sdist:
+            from skillctl.env.sdist import SdistBuilder
+
+            options = {"allow_sdist": True, "builder": SdistBuilder(client, base, target, index_url(args.index_url), progress=say)}
+        decl, left_out = resolvable(decl, target, args.index_url, say, **options)
         env = resolve_environment(decl, target, index=args.index_url, base_image=base, client=client,
-                                  ignore_requires_python=decl.owners(), progress=say)
+                                  allow_sdist=args.allow_sdist, ignore_requires_python=decl.owners(), progress=say)
         image = build_environment(env, client, base, progress=say)
         prepared_s = time.monotonic() - started
         plain = start_scripts(client, base, skills)

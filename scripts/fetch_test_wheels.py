@@ -7,6 +7,11 @@ file only if its sha256 matches what the index published. Idempotent: files alre
 with the right hash are kept.
 
     python scripts/fetch_test_wheels.py DIR [IMAGE]
+
+It also fetches, for each import name in MAP_CHECKS, the file list of the newest wheel of the
+distribution the shipped import-name map gives for it — only the zip's central directory (and
+top_level.txt), by HTTP Range requests — into DIR/metadata/<distribution>.json; the tests
+check that each of those wheels provides its import name. A few seconds; kept when present.
 """
 
 from __future__ import annotations
@@ -27,6 +32,12 @@ import requests
 # wheels; six 1.16.0 beside 1.17: two versions to conflict over; flit_core and setuptools: the
 # build backends of the --allow-sdist tests' source distributions (the tests make those sdists
 # themselves; setuptools runs their setup.py in the throwaway build container).
+# Import-name map entries checked against real wheels (tests/env/test_provides.py): the ones
+# whose distribution name says little about its module, and those corrected after real skills
+# got unrelated packages (tdc -> PyTDC has no wheel on PyPI, only an sdist, so it is not here).
+MAP_CHECKS = ["yaml", "PIL", "fitz", "docx", "pptx", "bs4", "dateutil", "sklearn", "skimage", "cv2", "jwt", "dotenv",
+              "serial", "attr", "Bio", "google.protobuf", "mpl_toolkits", "umap", "esm", "parallel", "multipart",
+              "magic", "Crypto"]
 WANTED = [["markitdown[xlsx]>=0.1.0", "pyyaml", "python-dateutil"], ["six==1.16.0"], ["flit_core>=3.2,<4"],
           ["setuptools>=70.1"]]
 
@@ -63,7 +74,72 @@ def main() -> int:
                     return 1
                 path.write_bytes(data)
                 print(f"fetched {name} ({len(data) / 1e6:.1f} MB)", file=sys.stderr)
-    return 0
+    return fetch_map_metadata(dest / "metadata")
+
+
+def _newest_wheel(session: requests.Session, dist: str) -> dict | None:
+    """The newest non-yanked wheel of ``dist`` on PyPI, preferring a pure or x86_64 Linux one."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+    from packaging.version import Version
+
+    resp = session.get(f"https://pypi.org/simple/{dist}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"},
+                       timeout=30)
+    resp.raise_for_status()
+    best = None
+    for f in resp.json()["files"]:
+        if not f["filename"].endswith(".whl") or f.get("yanked"):
+            continue
+        try:
+            _name, version, _build, tags = parse_wheel_filename(f["filename"])
+        except InvalidWheelFilename:
+            continue
+        fits = any(t.platform == "any" or ("x86_64" in t.platform and "linux" in t.platform) for t in tags)
+        key = (version, fits)
+        if version.is_prerelease:
+            key = (Version("0"), fits)
+        if best is None or key > best[0]:
+            best = (key, f)
+    return None if best is None else best[1]
+
+
+def fetch_map_metadata(dest: Path) -> int:
+    import json
+    from concurrent.futures import ThreadPoolExecutor
+
+    from skillctl.env.imports import mapped
+    from skillctl.env.provides import RangeFile, RangeUnsupported
+
+    dest.mkdir(parents=True, exist_ok=True)
+    session = requests.Session()
+
+    def one(module: str) -> str | None:
+        import zipfile
+
+        dist = mapped(module)
+        wheel = _newest_wheel(session, dist)
+        if wheel is None:
+            return f"{dist}: no wheel on PyPI"
+        out = dest / f"{dist}.json"
+        if out.is_file() and json.loads(out.read_text()).get("filename") == wheel["filename"]:
+            return None
+        remote = RangeFile(wheel["url"], wheel.get("size"), session)
+        try:
+            with zipfile.ZipFile(remote) as zf:
+                members = zf.namelist()
+                top = [m for m in members if m.count("/") == 1 and m.endswith(".dist-info/top_level.txt")]
+                top_level = zf.read(top[0]).decode("utf-8", "replace") if top else None
+        except (RangeUnsupported, zipfile.BadZipFile) as exc:
+            return f"{dist}: {exc}"
+        out.write_text(json.dumps({"import": module, "distribution": dist, "filename": wheel["filename"],
+                                   "sha256": wheel["hashes"]["sha256"], "top_level": top_level, "members": members}))
+        print(f"fetched the file list of {wheel['filename']} ({remote.fetched / 1e3:.0f} kB read)", file=sys.stderr)
+        return None
+
+    with ThreadPoolExecutor(4) as pool:
+        problems = [p for p in pool.map(one, MAP_CHECKS) if p]
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

@@ -93,6 +93,6 @@ log "ensuring the agent image (first build takes about a minute: debootstrap + d
 "$PY" -m skillctl.sandbox.image >/dev/null
 # The skill-environment tests serve real wheels (numpy, pandas, PyYAML…, for the agent image's
 # Python) from a loopback package index; they are downloaded from PyPI here, once, never by a test.
-log "ensuring the test wheels in .cache/test-wheels (about 75 MB, first time only)"
+log "ensuring the test wheels in .cache/test-wheels (about 75 MB, first time only) and, in its metadata/, the file lists of the wheels the import-name map is checked against"
 "$PY" scripts/fetch_test_wheels.py .cache/test-wheels
 log "ready: $VENV/bin/skillctl (activate with: source $VENV/bin/activate)"

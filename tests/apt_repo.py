@@ -1,7 +1,7 @@
 """A real, signed Debian repository on loopback, made from tiny packages the tests describe.
 
 Packages are built with ``dpkg-deb --build`` from package trees, indexed with
-``apt-ftparchive`` (``Packages``, ``Release`` with SHA256 sums), and the ``Release`` is signed
+``apt-ftparchive`` (``Packages``, ``Contents-ARCH.gz``, ``Release`` with SHA256 sums), and the ``Release`` is signed
 (``InRelease`` and ``Release.gpg``) with a throwaway key made in a temporary ``GNUPGHOME``. apt
 then resolves against it exactly as against a Debian mirror — signature, index hashes, per-file
 SHA256 — over HTTP on 127.0.0.1. Tests play an attacker by changing files after signing, or by
@@ -14,6 +14,7 @@ installs them.
 from __future__ import annotations
 
 import functools
+import gzip
 import shutil
 import subprocess
 import tempfile
@@ -55,7 +56,7 @@ class DebPackage:
     name: str
     version: str
     depends: str = ""
-    files: dict[str, tuple[str, int]] = field(default_factory=dict)  # path -> (text, mode)
+    files: dict[str, tuple[str | bytes, int]] = field(default_factory=dict)  # path -> (text or bytes, mode)
     folders: dict[str, int] = field(default_factory=dict)  # path -> mode
 
 
@@ -85,7 +86,7 @@ class AptRepo:
         for rel, (text, mode) in pkg.files.items():
             path = tree / rel.lstrip("/")
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            path.write_bytes(text if isinstance(text, bytes) else text.encode())
             path.chmod(mode)
         for rel, mode in pkg.folders.items():
             path = tree / rel.lstrip("/")
@@ -111,6 +112,11 @@ class AptRepo:
         packages = subprocess.run(["apt-ftparchive", "packages", "pool/main"], cwd=top, capture_output=True,
                                   check=True).stdout
         (binary / "Packages").write_bytes(packages)
+        # The Contents index (every file of every package, as Debian publishes it), listed and
+        # hashed in the Release like the package index.
+        contents = subprocess.run(["apt-ftparchive", "contents", "pool/main"], cwd=top, capture_output=True,
+                                  check=True).stdout
+        (self.dist / "main" / f"Contents-{self.arch}.gz").write_bytes(gzip.compress(contents, mtime=0))
         for stale in ("Release", "InRelease", "Release.gpg"):
             (self.dist / stale).unlink(missing_ok=True)
         release = subprocess.run(

@@ -5,13 +5,16 @@ The environment tests resolve and download through it exactly as from PyPI — p
 to the path served for it; a test may point one name at other bytes to play a tampered index
 (the page then publishes the new hash, as a compromised index would). ``attributes`` adds PEP
 503 link attributes to a file's link (``data-requires-python``, ``data-yanked``); a name in
-``unhashed`` is listed without its ``#sha256=``.
+``unhashed`` is listed without its ``#sha256=``. Files are served with HTTP Range support (one
+``bytes=A-B`` or ``bytes=-N`` range, answered 206 with Content-Range), as PyPI's files host
+does; ``ranges = False`` plays an index that ignores Range and sends the whole file.
 """
 
 from __future__ import annotations
 
 import hashlib
 import html
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -35,6 +38,7 @@ class PackageIndex:
         self.requests: list[str] = []
         self.attributes: dict[str, dict[str, str]] = {}
         self.unhashed: set[str] = set()
+        self.ranges = True
         index = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -66,13 +70,27 @@ class PackageIndex:
                         return self._send(404, "not found", "text/plain")
                     return self._send(200, f"<!DOCTYPE html><html><body>\n{links}</body></html>", "text/html")
                 if len(parts) == 2 and parts[0] == "files" and parts[1] in index.files:
-                    return self._send(200, index.files[parts[1]].read_bytes(), "application/octet-stream")
+                    data = index.files[parts[1]].read_bytes()
+                    wanted = re.fullmatch(r"bytes=(\d*)-(\d*)", self.headers.get("Range", ""))
+                    if index.ranges and wanted and (wanted.group(1) or wanted.group(2)):
+                        if wanted.group(1):
+                            start = int(wanted.group(1))
+                            end = min(len(data) - 1, int(wanted.group(2))) if wanted.group(2) else len(data) - 1
+                        else:
+                            start, end = max(0, len(data) - int(wanted.group(2))), len(data) - 1
+                        if start > end:
+                            return self._send(416, "range not satisfiable", "text/plain")
+                        return self._send(206, data[start:end + 1], "application/octet-stream",
+                                          {"Content-Range": f"bytes {start}-{end}/{len(data)}"})
+                    return self._send(200, data, "application/octet-stream")
                 return self._send(404, "not found", "text/plain")
 
-            def _send(self, status: int, body: str | bytes, ctype: str) -> None:
+            def _send(self, status: int, body: str | bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
                 data = body.encode() if isinstance(body, str) else body
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 if not getattr(self, "head_only", False):

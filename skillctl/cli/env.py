@@ -47,12 +47,13 @@ def _isolation(req_path: Path | None, isolate: tuple[str, ...]):
     return named if req_path is None else project_isolation(load_project(req_path).environment, str(req_path)) + named
 
 
-def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Path | None):
+def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Path | None, imports: list | None = None):
     """Declarations of REFs — skill folders (for authors) or registry references — plus the
-    project's skills.yaml environment when given."""
+    project's skills.yaml environment when given; ``imports`` (a list) gets each skill's
+    third-party imports as (skill, Choice)."""
     from skillctl.env.declare import Declarations, project_declarations, skill_declarations
     from skillctl.env.imports import folder_reader
-    from skillctl.env.prepare import declarations_of
+    from skillctl.env.prepare import declarations_of, skill_imports
     from skillctl.project.spec import load_project
 
     decl = Declarations()
@@ -63,12 +64,16 @@ def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Pat
             from skillctl.bundle import collect_files
 
             files = [f.path for f in collect_files(folder)]
-            decl = decl + skill_declarations(folder.resolve().name, files, folder_reader(folder))
+            owner = folder.resolve().name
+            declared = skill_declarations(owner, files, folder_reader(folder))
+            decl = decl + declared
+            if imports is not None:
+                imports += skill_imports(owner, files, folder_reader(folder), declared)
         else:
             refs_in_registry.append(ref)
     if refs_in_registry:
         reg = open_registry_for_cli(registry_url)
-        decl = decl + declarations_of([reg.resolve(r) for r in refs_in_registry], reg)
+        decl = decl + declarations_of([reg.resolve(r) for r in refs_in_registry], reg, imports=imports)
     if req_path is not None:  # the project's declarations merge last
         decl = decl + project_declarations(load_project(req_path).environment, str(req_path))
     return decl
@@ -138,21 +143,25 @@ def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, isolate, ima
          fmt) -> None:
     """What REFs (skill folders or registry references) declare, merged in order, and what it
     resolves to: exact versions with the sha256 of every file; the skills with a venv of their
-    own and theirs; every package the merge holds below what a skill alone gets. JSON: declared,
-    target, index_url, python, debian, isolated [{skill, venv, python}], downgrades [{skill,
-    package, alone, merged, held_by}]."""
-    from skillctl.env.prepare import resolve_environment
+    own and theirs; every package the merge holds below what a skill alone gets. Once resolved,
+    every import of the skills' scripts is checked against what the resolved wheels provide
+    (their file lists, read from the cache or by HTTP Range requests, else downloaded): each one
+    that none provides is a located warning on stderr and in JSON's `checks` list ({owner, file,
+    line, module, distribution, resolved, message}). JSON also: isolated [{skill, venv, python}],
+    downgrades [{skill, package, alone, merged, held_by}]."""
+    from skillctl.env.prepare import check_environment, resolve_environment
     from skillctl.env.target import probe_image
     from skillctl.sandbox.client import docker_client
 
     _no_isolate_with_lock(lock_path, isolate)
+    imports: list = []
     if lock_path is not None:
         env = _locked(lock_path)
         decl, doc = env.declarations, env.to_dict()
         for d in env.downgrades:
             progress(f"warning: {d.message()}")
     else:
-        decl = _declarations(refs, registry_url, req_path)
+        decl = _declarations(refs, registry_url, req_path, imports)
         doc = {"declared": decl.to_dict()}
         if not no_resolve and not decl.empty:
             base = _base_image(image)
@@ -161,7 +170,8 @@ def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, isolate, ima
                                       base_image=base, client=client,
                                       ignore_requires_python=_ignored(ignore_requires_python, req_path), progress=progress,
                                       isolation=_isolation(req_path, isolate))
-            doc = env.to_dict()
+            doc = env.to_dict() | {"system_libraries": _built_image_libraries(env, client, base)}
+            doc["checks"] = [c.to_dict() for c in check_environment(env, imports, download=True, progress=progress)]
     if fmt == "json":
         emit_json(doc)
         return
@@ -188,6 +198,31 @@ def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, isolate, ima
             held = f" (held back by {', '.join(d['held_by'])})" if d["held_by"] else ""
             click.echo(f"held back: skill {d['skill']}: {d['package']} {d['alone']} alone → {d['merged']} with the "
                        f"others{held}")
+    if doc.get("system_libraries") is not None:
+        _echo_libraries(doc["system_libraries"])
+    elif "system_libraries" in doc:
+        click.echo("system libraries: not checked yet (the environment image is not built; `skillctl env build`)")
+
+
+def _built_image_libraries(env, client, base: str):
+    """The system-library report of ``env``'s image when it is built (None when it is not)."""
+    from skillctl.env.prepare import existing_environment_image
+    from skillctl.env.syslibs import environment_check
+
+    tag = existing_environment_image(env, client, base)
+    if tag is None:
+        return [] if env.empty else None
+    found = environment_check(client, tag, env, progress=progress)
+    return None if found is None else [m.to_dict() for m in found]
+
+
+def _echo_libraries(found: list) -> None:
+    from skillctl.env.syslibs import MissingLibrary, report_lines
+
+    lines = report_lines([MissingLibrary.from_dict(d) for d in found])
+    click.echo("system libraries: every one the wheels need is in the image" if not lines else "system libraries:")
+    for line in lines:
+        click.echo(f"  {line}")
 
 
 @env_group.command("build")
@@ -219,7 +254,11 @@ def build(refs, req_path, lock_path, force, index, allow_sdist, isolate, image, 
                                   isolation=_isolation(req_path, isolate))
     tag = build_environment(env, client, base, progress=progress, force=force)
     if fmt == "json":
-        emit_json({"image": tag, "base": base, **env.to_dict()})
+        from skillctl.env.syslibs import environment_check
+
+        found = environment_check(client, tag, env) if tag != base else []  # checked by the build: cached
+        emit_json({"image": tag, "base": base, **env.to_dict(),
+                   "system_libraries": None if found is None else [m.to_dict() for m in found]})
     else:
         click.echo(tag)
 
@@ -327,14 +366,24 @@ def prune(everything, bases, lock_paths, keep_within, dry_run, image, fmt) -> No
 @click.argument("skill")
 @click.option("--as", "style", type=click.Choice(["pep723", "requirements"]), default="pep723", show_default=True,
               help="Print a PEP 723 block to paste at the top of a script, or requirements.txt lines.")
+@click.option("--check-libraries", is_flag=True,
+              help="Also resolve the result (index and Docker, as `env show`), read the shared objects of its wheels "
+              "and propose the Debian packages for the libraries the agent image lacks (JSON key `debian`). "
+              "Index: SKILLCTL_INDEX_URL, UV_INDEX_URL, PIP_INDEX_URL, else PyPI.")
 @registry_option
 @format_option
 @library_errors
-def infer(skill, style, registry_url, fmt) -> None:
+def infer(skill, style, check_libraries, registry_url, fmt) -> None:
     """Suggest the declaration for SKILL (a folder, or a registry reference NAME[@RANGE]): what it
-    declares plus what its scripts import that nothing declares (by the import-name →
-    distribution map; stdlib and the skill's own modules left out). Review the result: versions
-    are for you to bound."""
+    declares plus what its scripts import that nothing declares (stdlib and the skill's own
+    modules left out). Each import's distribution comes from a declaration, an install line of
+    the skill's own text (`pip install fair-esm`), the import-name map, or — a guess, marked
+    "unknown — check" — the import's own name. Imports under a platform check get its marker
+    (`pywin32; sys_platform == "win32"`); those under an ImportError handler are optional and
+    only noted, unless the skill's text asks to install them. Review the result: versions are
+    for you to bound. JSON: {declared, missing, optional, unknown, imports: [{module, file,
+    line, distribution, provenance, certain, why, optional, caught, marker, needed, evidence}],
+    pep723, requirements} (and `debian` with --check-libraries)."""
     import tempfile
 
     from skillctl.bundle import collect_files
@@ -344,20 +393,61 @@ def infer(skill, style, registry_url, fmt) -> None:
         folder, shown = _skill_folder(skill, registry_url, Path(tmp))
         files = [f.path for f in collect_files(folder)]
         result = infer_imports(folder, Path(os.path.abspath(folder)).name, files)
+        debian = _infer_debian(result.requirements(), Path(os.path.abspath(folder)).name) if check_libraries else None
         if fmt == "json":
-            emit_json({
+            emit_json({**({"debian": debian} if debian is not None else {}),
                 "declared": list(result.declared), "missing": list(result.missing),
-                "imports": [{"module": u.module, "distribution": u.distribution, "file": u.file, "line": u.line}
-                            for u in result.uses],
+                "optional": list(result.optional), "unknown": list(result.unknown),
+                "imports": [c.to_dict() for c in result.choices],
                 "pep723": result.pep723_block(), "requirements": result.requirements(),
             })
             return
         if style == "requirements":
-            click.echo("\n".join(result.requirements()))
+            click.echo("\n".join(result.requirement_lines()))
         else:
             click.echo(result.pep723_block(), nl=False)
-        for u in result.uses:
-            progress(f"{shown}/{u.file}:{u.line}: imports {u.module} -> {u.distribution}")
+        for c in result.choices:
+            u = c.use
+            if c.provenance == "declared":
+                continue
+            guard = []
+            if u.caught:
+                guard.append("guarded by an ImportError handler")
+            if u.marker:
+                guard.append(f"only when {u.marker}")
+            guarded = f" ({'; '.join(guard)})" if guard else ""
+            target = c.distribution or "?"
+            progress(f"{shown}/{u.file}:{u.line}: imports {u.module} -> {target}{guarded}: {c.why}")
+        for dist in result.optional:
+            where = ", ".join(f"{c.use.file}:{c.use.line}" for c in result.choices if c.distribution == dist)
+            progress(f"optional: {dist} (imported under an ImportError guard at {where}), not added")
+        if debian is not None:
+            _say_debian(debian)
+
+
+def _infer_debian(requirements: list[str], owner: str) -> dict:
+    """``env infer --check-libraries``: the Debian packages the resolved wheels' libraries need;
+    a resolution that fails is a note, not an error (the import proposal stands)."""
+    from skillctl.env.syslibs import infer_debian
+    from skillctl.errors import SkillctlError
+    from skillctl.sandbox.client import docker_client
+
+    try:
+        base = _base_image(None)
+        return infer_debian(requirements, owner, client=docker_client(), base_image=base, progress=progress)
+    except SkillctlError as exc:  # no index, no Docker, nothing resolvable: the import proposal stands
+        return {"packages": [], "system_libraries": None, "note": f"system libraries not checked: {exc}"}
+
+
+def _say_debian(debian: dict) -> None:
+    """On stderr (stdout is the block to paste): what is missing and the skills.yaml line."""
+    from skillctl.env.syslibs import MissingLibrary, report_lines
+
+    if debian["note"]:
+        progress(debian["note"])
+    found = [MissingLibrary.from_dict(d) for d in debian["system_libraries"] or []]
+    for line in report_lines(found):
+        progress(line)
 
 
 def _skill_folder(skill: str, registry_url: str | None, scratch: Path) -> tuple[Path, str]:

@@ -3,7 +3,10 @@ verified and installed into an image layer on the agent image — offline at run
 
     declare    where requirements come from (PEP 723, requirements.txt, skills.yaml)
     pep723     PEP 723 blocks found as the PEP's reference regex finds them, in linear time
-    imports    which modules scripts import that nothing declares (validate's SK251, env infer)
+    imports    which modules scripts import that nothing declares (validate's SK251, env infer),
+               what guards them, and which distribution each comes from, with its provenance
+    provides   what a wheel provides to import (its file list, read in place or by HTTP Range),
+               and the skills' imports checked against a resolved environment
     target     the agent image's Python and platform, probed once per image
     resolve    uv resolves for that target: exact versions, one wheel each, sha256 (pylock.toml)
     debian     Debian packages and their dependencies from the configured mirror (apt on the host)

@@ -142,6 +142,40 @@ def _parse_uris(text: str, arch: str) -> list[DebianPackage]:
     return sorted(out, key=lambda p: p.package)
 
 
+def apt_root(mirror: str, suite: str, arch: str, keyring: str) -> Path:
+    """The private apt state for this mirror, suite, architecture and keyring (made when missing)."""
+    root = cache_dir() / "env" / "apt" / hashlib.sha256(f"{mirror} {suite} {arch} {keyring}".encode()).hexdigest()[:16]
+    for sub in ("lists/partial", "cache/archives/partial", "sources.list.d", "preferences.d", "apt.conf.d"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    (root / "sources.list").write_text(f"deb [signed-by={keyring}] {mirror} {suite} main\n", "utf-8")
+    return root
+
+
+def update_lists(root: Path, status: Path, arch: str, mirror: str, suite: str) -> None:
+    """``apt-get update`` in ``root``: afterwards its ``lists/`` hold the mirror's Release, checked
+    against the keyring, and the indexes it lists, checked against it; any failure is one line."""
+    update = _apt(root, status, arch, ["update"])
+    if update.returncode != 0 or "W: GPG error" in update.stderr or "NO_PUBKEY" in update.stderr:
+        # Every warning and error: the first names the cause (not signed, NO_PUBKEY, a hash
+        # mismatch), the last is apt's summary.
+        said = [" ".join(ln.split()) for ln in update.stderr.splitlines() if ln.startswith(("E:", "W:"))]
+        detail = "; ".join(said)[:600] or (update.stderr.strip().splitlines() or ["no message"])[-1]
+        raise EnvError(f"apt could not read the Debian mirror {mirror} ({suite}): {detail}")
+
+
+def verified_lists(arch: str) -> tuple[Path, str, str]:
+    """(apt's ``lists/`` folder just updated from the mirror, mirror, suite): the Release there
+    is the one apt verified against the keyring (apt keeps none it could not verify)."""
+    mirror, suite = mirror_and_suite()
+    keyring = os.environ.get("SKILLCTL_DEBIAN_KEYRING", DEFAULT_KEYRING)
+    root = apt_root(mirror, suite, arch, keyring)
+    status = root / "status"
+    if not status.is_file():
+        status.write_bytes(b"")
+    update_lists(root, status, arch, mirror, suite)
+    return root / "lists", mirror, suite
+
+
 def resolve_debian(
     names: Sequence[str],
     target: Target,
@@ -163,20 +197,11 @@ def resolve_debian(
     if cached.is_file() and not refresh:
         say(f"environment: Debian packages resolved before (cache {key[:12]})")
         return [DebianPackage.from_dict(d) for d in json.loads(cached.read_text("utf-8"))]
-    root = cache_dir() / "env" / "apt" / hashlib.sha256(f"{mirror} {suite} {target.arch} {keyring}".encode()).hexdigest()[:16]
-    for sub in ("lists/partial", "cache/archives/partial", "sources.list.d", "preferences.d", "apt.conf.d"):
-        (root / sub).mkdir(parents=True, exist_ok=True)
-    (root / "sources.list").write_text(f"deb [signed-by={keyring}] {mirror} {suite} main\n", "utf-8")
+    root = apt_root(mirror, suite, target.arch, keyring)
     status = root / "status"
     status.write_bytes(status_bytes)
     say(f"resolving Debian package(s) {', '.join(names)} from {mirror} {suite}")
-    update = _apt(root, status, target.arch, ["update"])
-    if update.returncode != 0 or "W: GPG error" in update.stderr or "NO_PUBKEY" in update.stderr:
-        # Every warning and error: the first names the cause (not signed, NO_PUBKEY, a hash
-        # mismatch), the last is apt's summary.
-        said = [" ".join(ln.split()) for ln in update.stderr.splitlines() if ln.startswith(("E:", "W:"))]
-        detail = "; ".join(said)[:600] or (update.stderr.strip().splitlines() or ["no message"])[-1]
-        raise EnvError(f"apt could not read the Debian mirror {mirror} ({suite}): {detail}")
+    update_lists(root, status, target.arch, mirror, suite)
     plan = _apt(root, status, target.arch, ["install", "--print-uris", "-qq", "-y", *names])
     if plan.returncode != 0:
         # At quiet level 2 apt leaves out its explanation (which dependency cannot be met): ask

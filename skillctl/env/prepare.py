@@ -88,10 +88,13 @@ def digest_of(doc: Any) -> str:
     return "sha256:" + hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-def declarations_of(skills: Sequence[Any], store: Any, bundles: Mapping[str, Any] | None = None) -> Declarations:
+def declarations_of(skills: Sequence[Any], store: Any, bundles: Mapping[str, Any] | None = None,
+                    imports: list[Any] | None = None) -> Declarations:
     """What each skill declares, read from its verified bundle: from ``bundles`` (contents a
     run already fetched and verified, by digest) when there, else fetched now (``store.fetch``
-    checks the digest; ``read_artifact`` checks the archive, whatever its type)."""
+    checks the digest; ``read_artifact`` checks the archive, whatever its type). Given
+    ``imports`` (a list), each skill's third-party imports are appended to it as (skill name,
+    ``imports.Choice``), for ``check_environment``."""
     from skillctl.bundle import read_artifact
 
     total = Declarations()
@@ -101,8 +104,42 @@ def declarations_of(skills: Sequence[Any], store: Any, bundles: Mapping[str, Any
             contents = read_artifact(store.fetch(skill), skill.artifact_type, expected_name=skill.name,
                                      source=f"{skill.name}@{skill.version}")
         files = contents.files
-        total = total + skill_declarations(skill.name, list(files), lambda rel: bytes(files[rel]))
+        declared = skill_declarations(skill.name, list(files), lambda rel: bytes(files[rel]))
+        total = total + declared
+        if imports is not None:
+            imports += skill_imports(skill.name, list(files), lambda rel: bytes(files[rel]), declared)
     return total
+
+
+def skill_imports(owner: str, paths: list[str], read: Callable[[str], bytes], declared: Declarations) -> list[Any]:
+    from skillctl.env.imports import choices_of
+
+    return [(owner, c) for c in choices_of(paths, read, [d.name for d in declared.python])]
+
+
+def check_environment(env: Environment, imports: Sequence[Any], *, download: bool = False,
+                      progress: Progress | None = None) -> list[Any]:
+    """The skills' imports (``(owner, Choice)``) checked against what the environment's wheels
+    provide (``provides.check_imports``): a list of ``ImportCheck``, each also reported as a
+    ``warning:`` line through ``progress``. The wheels' file lists come from the cache, else
+    from Range requests, else (``download``) from full hash-checked downloads."""
+    if not imports:
+        return []
+    from skillctl.env.provides import check_imports, wheel_provides
+
+    # An isolated skill's imports are checked against its own venv's wheels, the others' against
+    # the shared ones.
+    own = {i.skill: i.python.files for i in env.isolated}
+    groups = [(env.python.files, [im for im in imports if im[0] not in own])]
+    groups += [(files, [im for im in imports if im[0] == skill]) for skill, files in own.items()]
+    found = []
+    for files, part in groups:
+        if files and part:
+            provided = wheel_provides(files, download=download, progress=progress)
+            found += check_imports(part, provided, env.target.marker_environment())
+    for check in found:
+        (progress or (lambda _line: None))(f"warning: {check.message}")
+    return found
 
 
 def resolve_environment(
@@ -201,7 +238,7 @@ def build_environment(env: Environment, client: Any, base_image: str, *, progres
         client, base_image, lambda base_id: env_hash(base_id, pairs, deb_pairs, uv_version(uv), iso_pairs), force)
     if tag is not None:
         say(f"environment image {tag} is up to date")
-        return tag
+        return _libraries_checked(tag, env, client, say)
     debs = [EnvFile(p, d.sha256, d.pin) for p, d in
             zip(ensure_files([Wanted(d.filename, d.url, d.sha256, d.size) for d in env.debian], progress=progress),
                 env.debian)]
@@ -214,8 +251,9 @@ def build_environment(env: Environment, client: Any, base_image: str, *, progres
         builder = SdistBuilder(client, base_image, env.target, env.python.index_url, progress=progress)
     wheels = _wheel_files(env.python, builder, progress)
     isolated = [IsolatedFiles(i.skill, i.venv, _wheel_files(i.python, builder, progress)) for i in env.isolated]
-    return build_env_image(client, base, digest, wheels, debs, uv_bin=uv, progress=progress, force=force,
-                           isolated=isolated)
+    tag = build_env_image(client, base, digest, wheels, debs, uv_bin=uv, progress=progress, force=force,
+                          isolated=isolated)
+    return _libraries_checked(tag, env, client, say)
 
 
 def _wheel_files(python: Resolution, builder: Any, progress: Progress | None) -> list[Any]:
@@ -229,6 +267,29 @@ def _wheel_files(python: Resolution, builder: Any, progress: Progress | None) ->
         path, sha = builder.wheel_for(sdist)
         wheels.append(EnvFile(path, sha, sdist.pin))
     return wheels
+
+
+def _libraries_checked(tag: str, env: Environment, client: Any, say: Progress) -> str:
+    """``tag``, once the libraries its wheels need are checked in it: a missing one is a warning
+    naming the Debian package that ships it (``skillctl.env.syslibs``; cached by image id)."""
+    from skillctl.env.syslibs import environment_check, warn
+
+    warn(environment_check(client, tag, env, progress=say), say)
+    return tag
+
+
+def existing_environment_image(env: Environment, client: Any, base_image: str) -> str | None:
+    """The tag of the image already built for ``env`` on ``base_image``, or None."""
+    from skillctl.env.build import env_hash, existing_env_image
+
+    if env.empty:
+        return None
+    uv = uv_version(uv_binary())
+    pairs = [(f.filename, f.sha256) for f in env.python.files]
+    deb_pairs = [(d.filename, d.sha256) for d in env.debian]
+    iso_pairs = {i.skill: [(f.filename, f.sha256) for f in i.python.files] for i in env.isolated}
+    return existing_env_image(client, base_image, lambda base_id: env_hash(base_id, pairs, deb_pairs, uv, iso_pairs),
+                              False)[2]
 
 
 def covers(files: Sequence[PackageFile], decl: Declarations, target: Target) -> list[str]:
@@ -282,7 +343,8 @@ def run_environment_of(
     from skillctl.sandbox.client import docker_client
 
     say = progress or (lambda _line: None)
-    decl = declarations_of(skills, store, bundles) + (project or Declarations())
+    imports: list[Any] = []
+    decl = declarations_of(skills, store, bundles, imports) + (project or Declarations())
     if locked is None and decl.empty and not decl.requires_python:
         return RunEnvironment(base_image)
     not_locked = [s for s in isolation.required if locked is not None and s not in locked.isolated_skills]
@@ -320,8 +382,9 @@ def run_environment_of(
         env = resolve_environment(decl, target, index=index, allow_sdist=allow_sdist, base_image=base_image,
                                   client=client, ignore_requires_python=ignore_requires_python, progress=progress,
                                   isolation=isolation)
-    return RunEnvironment(build_environment(env, client, base_image, progress=progress), env.isolated_skills,
-                          env.downgrades)
+    tag = build_environment(env, client, base_image, progress=progress)
+    check_environment(env, imports, progress=progress)  # after the build: its wheels are in the cache
+    return RunEnvironment(tag, env.isolated_skills, env.downgrades)
 
 
 @dataclass(frozen=True)
@@ -358,7 +421,8 @@ def lock_environment(
     from skillctl.env.lock import environment_section
     from skillctl.sandbox.client import docker_client
 
-    decl = declarations_of(sorted(skills, key=lambda s: s.name), store) + project_declarations(project_environment)
+    imports: list[Any] = []
+    decl = declarations_of(sorted(skills, key=lambda s: s.name), store, imports=imports) + project_declarations(project_environment)
     if decl.empty and not decl.requires_python:
         return None
     client = client or docker_client()
@@ -369,6 +433,7 @@ def lock_environment(
     env = resolve_environment(decl, target, index=index, allow_sdist=allow_sdist, refresh=True,
                               base_image=base_image, client=client, ignore_requires_python=ignore_requires_python,
                               progress=progress, isolation=project_isolation(project_environment))
+    check_environment(env, imports, progress=progress)
     return environment_section(env, lock_path)
 
 

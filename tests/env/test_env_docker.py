@@ -21,12 +21,16 @@ def test_pep723_skill_imports_numpy_and_yaml_in_the_container_network_off(projec
         "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2); net = 'on'\n"
         "except OSError:\n    net = 'off'\n"
         "print(yaml.safe_dump({'mean': float(numpy.mean([1, 2, 3, 6])), 'network': net}).strip())\n"
-    ))
+    ), {"scripts/later.py": "import numpy\nimport pandas\n"})  # not run: pandas is not declared
     publish(project, skill)
     result, outputs = run_outputs(project, tmp_path, "--skill", "stats",
                                   commands=["python3 /skills/stats/scripts/run.py", "/skills/stats/scripts/run.py"])
     assert outputs.count("mean: 3.0") == 2 and "network: 'off'" in outputs  # via PATH and via the shebang
     assert "building environment image skillctl-env:" in result.stderr or "is up to date" in result.stderr
+    # the run checks every import against what the built environment's wheels provide
+    assert ("warning: stats/scripts/later.py:2: imports 'pandas', which no distribution of the environment "
+            "provides; declare 'pandas' (by the import-name map)") in result.stderr
+    assert "imports 'numpy'" not in result.stderr and "imports 'yaml'" not in result.stderr
     again = invoke(project, "env", "build", "stats", "--format", "json")
     assert again.exit_code == 0 and "is up to date" in again.stderr, again.output
     doc = json.loads(again.stdout)

@@ -130,3 +130,38 @@ def test_the_scanner_agrees_with_the_syntax_tree_on_the_standard_library_and_rea
         assert sorted(found) == expected, path
         checked += 1
     assert checked > 200
+
+
+def test_a_third_party_import_that_may_be_guarded_gets_the_full_parse_and_its_guard():
+    source = (b"import sys\ntry:\n    import in_try\nexcept ImportError:\n    import in_except\nfinally:\n"
+              b"    import in_finally\nif sys.platform == 'win32':\n    import winonly\n")
+    assert imports._scan(source) is not None  # the scanner lists them; the guards need the walk
+    uses = imports.third_party_imports(["x.py"], lambda rel: source)
+    assert [(u.module, u.line, u.column, u.caught, u.marker) for u in uses] == [
+        ("in_try", 3, 5, True, None), ("in_except", 5, 5, True, None), ("in_finally", 7, 5, False, None),
+        ("winonly", 9, 5, False, 'sys_platform == "win32"')]
+
+
+def test_guards_read_from_top_level_fragments_agree_with_the_whole_file_walk():
+    checked = 0
+    for path in _python_files():
+        source = path.read_bytes()
+        scanned = imports._scan(source)
+        indented = [line for _m, line, col in scanned or [] if col > 1]
+        if not indented or by_ast(source) is None:
+            continue
+        fragments = imports._guards_of(source, scanned, indented)
+        if fragments is None:
+            continue  # a boundary inside a literal: the whole file is parsed instead
+        whole = sorted(imports._imports(ast.parse(source)))
+        assert sorted(fragments) == whole, path
+        checked += 1
+    assert checked > 100
+
+
+def test_a_fragment_cut_inside_a_string_falls_back_to_the_whole_file():
+    source = (b'def f():\n    s = """\nnot code:\n"""\n    try:\n        import extlib\n    except ImportError:\n'
+              b"        pass\n")
+    scanned = imports._scan(source)
+    assert imports._guards_of(source, scanned, [6]) is None
+    assert [(u.module, u.caught) for u in imports.third_party_imports(["x.py"], lambda rel: source)] == [("extlib", True)]

@@ -140,3 +140,142 @@ def test_env_show_lists_declarations_in_merge_order_with_their_sources(tmp_path)
     bad = CliRunner().invoke(cli, ["env", "show", str(real_skill("github+awesome-copilot", "convert-pdf-to-md")),
                                    "--requirements", str(tmp_path / "nope.yaml"), "--no-resolve"])
     assert bad.exit_code == 2
+
+
+# ------------------------------------------------------------------------------ guards, evidence, provenance
+
+
+def _skill(root, name, scripts: dict[str, str], skill_md: str = "body\n", extra: dict[str, str] | None = None):
+    folder = root / name
+    (folder / "scripts").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: d\n---\n{skill_md}")
+    for rel, text in {**{f"scripts/{k}": v for k, v in scripts.items()}, **(extra or {})}.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+    return folder
+
+
+GUARDED = (
+    "import os, sys, platform\n"
+    "IS_WINDOWS = os.name == 'nt'\n"
+    "def word():\n"
+    "    try:\n"
+    "        import win32com.client\n"
+    "    except (ImportError, OSError):\n"
+    "        return None\n"
+    "try:\n"
+    "    import ujson as json\n"
+    "except ModuleNotFoundError:\n"
+    "    import json\n"
+    "if sys.platform.startswith('win'):\n"
+    "    import winsound_helper\n"
+    "else:\n"
+    "    import termcolor\n"
+    "if platform.system() == 'Darwin':\n"
+    "    import Quartz\n"
+    "if not IS_WINDOWS:\n"
+    "    import pexpect\n"
+    "import pythoncom\n"
+)
+
+
+def test_guarded_imports_are_optional_or_marked_and_never_an_unmarked_pywin32(tmp_path):
+    skill = _skill(tmp_path, "guarded", {"g.py": GUARDED})
+    result = CliRunner().invoke(cli, ["env", "infer", str(skill), "--format", "json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    by_module = {i["module"]: i for i in doc["imports"]}
+    assert by_module["win32com.client"]["caught"] and by_module["win32com.client"]["marker"] == 'sys_platform == "win32"'
+    assert by_module["ujson"]["caught"] and by_module["ujson"]["marker"] is None and by_module["ujson"]["optional"]
+    assert by_module["winsound_helper"]["marker"] == 'sys_platform == "win32"'
+    assert by_module["termcolor"]["marker"] == 'sys_platform != "win32"' and by_module["termcolor"]["needed"]
+    assert by_module["Quartz"]["marker"] == 'platform_system == "Darwin"' and not by_module["Quartz"]["needed"]
+    assert by_module["pexpect"]["marker"] == 'os_name != "nt"'
+    assert by_module["pythoncom"]["marker"] == 'sys_platform == "win32"'  # pywin32 exists for Windows only
+    assert doc["missing"] == ['pexpect; os_name != "nt"', 'pywin32; sys_platform == "win32"',
+                              'Quartz; platform_system == "Darwin"', 'termcolor; sys_platform != "win32"',
+                              'winsound_helper; sys_platform == "win32"']
+    assert doc["optional"] == ["ujson"]
+    assert not any(r.split(";")[0].strip() == "pywin32" and ";" not in r for r in doc["requirements"])
+    text = CliRunner().invoke(cli, ["env", "infer", str(skill)], catch_exceptions=False)
+    assert "#     'pywin32; sys_platform == \"win32\"',\n" in text.stdout
+    assert "optional: ujson (imported under an ImportError guard at scripts/g.py:9), not added" in text.stderr
+    # and the validator does not ask to declare what the agent image (Linux) never imports
+    messages = " ".join(d.message for d in sk25x(check_skill(skill)))
+    for absent in ("win32com", "pythoncom", "ujson", "winsound_helper", "Quartz"):
+        assert f"imports '{absent}'" not in messages
+    assert "imports 'termcolor'" in messages and "imports 'pexpect'" in messages
+
+
+def test_a_guarded_import_the_skills_text_asks_to_install_is_still_required(tmp_path):
+    # eyeball's pattern: core modules imported under `except ImportError: fitz = None`, then
+    # "pip install pymupdf" when they are missing
+    skill = _skill(tmp_path, "core", {"c.py": "try:\n    import fitz\nexcept ImportError:\n    fitz = None\n"},
+                   "```\npip3 install pymupdf\n```\n")
+    doc = json.loads(CliRunner().invoke(cli, ["env", "infer", str(skill), "--format", "json"]).stdout)
+    assert doc["missing"] == ["PyMuPDF"] and doc["optional"] == []
+    assert doc["imports"][0]["evidence"] == {"file": "SKILL.md", "line": 6, "command": "pip3 install pymupdf"}
+
+
+def test_install_lines_of_the_skills_text_choose_the_distribution(tmp_path):
+    skill = _skill(
+        tmp_path, "texty",
+        {"a.py": "import fooz\nimport widgetlib\nimport cv2\nimport esm\nimport bar\n"},
+        "Setup:\n\n    python -m pip install --upgrade -i https://example.org/simple \"fooz-client[extra]>=1.0\" && echo\n",
+        {"install.sh": "#!/bin/sh\nuv pip install py-widgetlib opencv-python-headless ./local.whl -r requirements-dev.txt\n",
+         "docs/notes.txt": "pipx install esm  # not the same esm\n"})
+    doc = json.loads(CliRunner().invoke(cli, ["env", "infer", str(skill), "--format", "json"]).stdout)
+    by_module = {i["module"]: i for i in doc["imports"]}
+    assert (by_module["fooz"]["distribution"], by_module["fooz"]["provenance"]) == ("fooz-client", "text")
+    assert by_module["fooz"]["why"].startswith("from SKILL.md:7 `python -m pip install fooz-client[extra]>=1.0`")
+    assert (by_module["widgetlib"]["distribution"], by_module["widgetlib"]["provenance"]) == ("py-widgetlib", "text")
+    assert (by_module["cv2"]["distribution"], by_module["cv2"]["provenance"]) == ("opencv-python-headless", "text")
+    # esm: the map says fair-esm, and the text names `esm`, which the map knows also provides it
+    assert (by_module["esm"]["distribution"], by_module["esm"]["provenance"]) == ("esm", "text")
+    assert (by_module["bar"]["provenance"], by_module["bar"]["certain"]) == ("name", False)
+    assert "fooz-client[extra]>=1.0" in doc["missing"] and "opencv-python-headless" in doc["missing"]
+    assert doc["unknown"] == ["bar"]
+    lines = CliRunner().invoke(cli, ["env", "infer", str(skill), "--as", "requirements"]).stdout.splitlines()
+    assert "bar  # unknown — check" in lines
+
+
+def test_a_missing_skill_local_module_is_unknown_not_a_pypi_package(tmp_path):
+    skill = _skill(tmp_path, "local", {"draw.py": "import icons\nimport requests\n"},
+                   "`scripts/draw.py` takes its shapes from `scripts/icons.py`.\n")
+    result = CliRunner().invoke(cli, ["env", "infer", str(skill), "--format", "json"], catch_exceptions=False)
+    doc = json.loads(result.stdout)
+    assert doc["missing"] == ["requests"] and "icons" in doc["unknown"]
+    icons = next(i for i in doc["imports"] if i["module"] == "icons")
+    assert (icons["distribution"], icons["provenance"]) == (None, "local") and "icons.py" in icons["why"]
+    message = " ".join(d.message for d in sk25x(check_skill(skill)))
+    assert "imports 'icons', which looks like the skill's own module" in message and "declare 'icons'" not in message
+
+
+def test_a_declaration_that_plausibly_provides_an_import_covers_it(tmp_path):
+    skill = _skill(tmp_path, "covered", {"a.py": '# /// script\n# dependencies = ["parallel-web", "pytdc"]\n# ///\n'
+                                                  "import parallel\nimport tdc\n"})
+    assert sk25x(check_skill(skill)) == []
+    doc = json.loads(CliRunner().invoke(cli, ["env", "infer", str(skill), "--format", "json"]).stdout)
+    assert doc["missing"] == [] and {i["provenance"] for i in doc["imports"]} == {"declared"}
+
+
+def test_a_handler_that_exits_or_a_broad_one_around_real_work_is_no_guard(tmp_path):
+    skill = _skill(tmp_path, "strict", {"s.py": (
+        "import sys\n"
+        "try:\n    from rdkit import Chem\nexcept ImportError:\n    print('conda install rdkit')\n    sys.exit(1)\n"
+        "try:\n    import lxml\nexcept ImportError as exc:\n    raise SystemExit(f'pip install lxml: {exc}')\n"
+        "def load(path):\n    try:\n        import pandas\n        return pandas.read_csv(path)\n"
+        "    except Exception as exc:\n        return {'error': str(exc)}\n"
+        "try:\n    import orjson\n    HAVE_ORJSON = True\nexcept Exception:\n    HAVE_ORJSON = False\n")})
+    doc = json.loads(CliRunner().invoke(cli, ["env", "infer", str(skill), "--format", "json"]).stdout)
+    caught = {i["module"]: i["caught"] for i in doc["imports"]}
+    assert caught == {"rdkit": False, "lxml": False, "pandas": False, "orjson": True}
+    assert doc["missing"] == ["lxml", "pandas", "rdkit"] and doc["optional"] == ["orjson"]
+
+
+def test_sk251_names_the_distribution_the_skills_text_gives_and_where(tmp_path):
+    skill = _skill(tmp_path, "said", {"a.py": "import fooz\nimport zzguess\n"}, "Install with `pip install fooz-client`.\n")
+    messages = [d.message for d in sk25x(check_skill(skill))]
+    assert ("imports 'fooz' but no declared requirement provides it; declare 'fooz-client' (from SKILL.md:5 "
+            "`pip install fooz-client`) in a PEP 723 block or requirements.txt (`skillctl env infer` prints one)") in messages
+    assert any("declare 'zzguess' (a guess from the import name: check it)" in m for m in messages)

@@ -18,16 +18,17 @@ def _record_hash(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-def make_wheel(folder: Path, name: str, version: str = "1.0", *, files: dict[str, str] | None = None,
+def make_wheel(folder: Path, name: str, version: str = "1.0", *, files: dict[str, str | bytes] | None = None,
                entry_points: dict[str, dict[str, str]] | None = None, data: dict[str, str] | None = None,
                requires: tuple[str, ...] = (), tag: str = "py3-none-any") -> Path:
     """``name-version-TAG.whl`` in ``folder`` (``py3-none-any`` unless ``tag`` says otherwise,
-    e.g. ``cp311-cp311-win_amd64``): ``files`` at the wheel's root (purelib), ``entry_points`` as
-    {"console_scripts": {"ls": "pkg:main"}}, ``data`` under its .data folder (executable, as
-    scripts must be), ``requires`` as its Requires-Dist lines."""
+    e.g. ``cp311-cp311-win_amd64``): ``files`` (text or bytes) at the wheel's root (purelib),
+    ``entry_points`` as {"console_scripts": {"ls": "pkg:main"}}, ``data`` under its .data folder
+    (executable, as scripts must be), ``requires`` as its Requires-Dist lines."""
     dist = f"{name}-{version}"
     members: dict[str, tuple[bytes, int]] = {
-        rel: (text.encode(), 0o644) for rel, text in (files or {f"{name}/__init__.py": "VALUE = 1\n"}).items()
+        rel: (text if isinstance(text, bytes) else text.encode(), 0o644)
+        for rel, text in (files or {f"{name}/__init__.py": "VALUE = 1\n"}).items()
     }
     for rel, text in (data or {}).items():
         members[f"{dist}.data/{rel}"] = (text.encode(), 0o755)
