@@ -150,14 +150,14 @@ def printed_requirement(text: str, where: str) -> str:
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 _BOUND = r"(?:(?:==|!=|<=|>=|<|>)[ \t]*[0-9]+(?:\.[0-9]+)*|~=[ \t]*[0-9]+(?:\.[0-9]+)+)"
 _BOUNDS = rf"{_BOUND}(?:[ \t]*,[ \t]*{_BOUND})*"
-_PLAIN_REQUIREMENT_RE = re.compile(rf"[ \t]*({_NAME})(?:\[{_NAME}(?:,[ \t]*{_NAME})*\])?[ \t]*(?:{_BOUNDS})?[ \t]*")
+PLAIN_REQUIREMENT_RE = re.compile(rf"[ \t]*({_NAME})(?:\[{_NAME}(?:,[ \t]*{_NAME})*\])?[ \t]*(?:{_BOUNDS})?[ \t]*")
 _PLAIN_PYTHON_RE = re.compile(rf"[ \t]*{_BOUNDS}[ \t]*")
 
 
 def requirement_name(text: str, where: str) -> str:
     """The distribution name requirement ``text`` declares (as written, not normalised), refusing
     what ``parse_requirement`` refuses, with the same message."""
-    plain = _PLAIN_REQUIREMENT_RE.fullmatch(text)
+    plain = PLAIN_REQUIREMENT_RE.fullmatch(text)
     return plain.group(1) if plain else parse_requirement(text, where).name
 
 

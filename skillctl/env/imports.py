@@ -29,7 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skillctl.env.declare import MAX_SCRIPT_BYTES, Declarations, is_python_script, requirement_name, skill_declarations
+from skillctl.env.declare import MAX_SCRIPT_BYTES, PLAIN_REQUIREMENT_RE, Declarations, is_python_script, requirement_name, skill_declarations
 from skillctl.errors import EnvError
 from skillctl.fsutil import read_at_most
 
@@ -769,12 +769,21 @@ def _install_line(m: re.Match[str], rel: str, line: int) -> list[InstallLine]:
     return [InstallLine(r, n, rel, line, command) for r, n in named]
 
 
+_REQUIREMENT_CHARS_RE = re.compile(r"[A-Za-z0-9._\-\[\],<>=!~*+;]+")
+_LONE_EQUALS_RE = re.compile(r"(?<![=<>!~])=(?!=)")
+
+
 def _requirement(word: str) -> tuple[str, str] | None:
     """(requirement, name) when ``word`` is a requirement a user would type, else None."""
     # paths, URLs, variables and placeholders (<package>, {name}) are no distribution names
     if not word or any(c in word for c in "/\\:${}'\"@") or word.startswith((".", "<")) or word.endswith(">") or \
             word.endswith((".whl", ".tar.gz", ".zip", ".txt", ".toml", ".py")) or word.lower() in ("pip", "install"):
         return None
+    plain = PLAIN_REQUIREMENT_RE.fullmatch(word)  # most are; packaging costs the validator ~17 ms to import
+    if plain:
+        return (word, plain.group(1)) if _NAME_RE.match(plain.group(1)) else None
+    if not _REQUIREMENT_CHARS_RE.fullmatch(word) or _LONE_EQUALS_RE.search(word):
+        return None  # `file=sys.stderr`, `x|y`: not a requirement, and packaging need not say so
     from packaging.requirements import InvalidRequirement, Requirement
 
     try:

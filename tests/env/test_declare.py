@@ -163,7 +163,7 @@ _bounds = st.lists(
 @given(_blank, _names, st.lists(_names, max_size=3), _blank, _bounds, _blank)
 def test_a_plain_requirement_is_one_packaging_accepts_with_the_same_name(lead, name, extras, gap, bounds, trail):
     text = lead + name + (f"[{','.join(extras)}]" if extras else "") + gap + ", ".join(op + b + v for op, b, v in bounds) + trail
-    plain = declare._PLAIN_REQUIREMENT_RE.fullmatch(text)
+    plain = declare.PLAIN_REQUIREMENT_RE.fullmatch(text)
     try:
         expected: str | Exception = declare.parse_requirement(text, "here").name
     except EnvError as exc:
@@ -190,7 +190,7 @@ def test_plain_python_bounds_are_ones_packaging_accepts(lead, bounds, trail):
     "text", ["markitdown[pdf]>=0.1.0", "numpy>=1.26,<2", "PyYAML", "a-b.c_d ~= 1.4", "x[a, b] == 1.0 , != 1.0.3", "Django<5"]
 )
 def test_how_skills_write_requirements_is_plain(text):
-    assert declare._PLAIN_REQUIREMENT_RE.fullmatch(text)
+    assert declare.PLAIN_REQUIREMENT_RE.fullmatch(text)
     assert declare.requirement_name(text, "here") == Requirement(text).name
 
 
