@@ -20,6 +20,11 @@ sdist_option = click.option(
     "network-less container. Default: wheels only (building runs the package's code).",
 )
 image_option = click.option("--image", metavar="IMAGE", help="Agent image to build on (default: the one `skillctl image build` makes).")
+isolate_option = click.option(
+    "--isolate-env", "isolate", multiple=True, metavar="SKILL",
+    help="Give SKILL a venv of its own (/opt/skill-envs/SKILL), resolved alone, instead of the merged one; "
+    "repeatable. skills.yaml (--requirements): environment: isolate: [SKILL] or auto.",
+)
 ignore_python_option = click.option(
     "--ignore-requires-python", "ignore_requires_python", multiple=True, metavar="SKILL",
     help="Do not hold SKILL's requires-python against the agent image's Python (its scripts run there all the same). "
@@ -31,6 +36,15 @@ def _base_image(image: str | None) -> str:
     from skillctl.sandbox.image import ensure_image
 
     return image or ensure_image(progress=progress)
+
+
+def _isolation(req_path: Path | None, isolate: tuple[str, ...]):
+    """Which skills get a venv of their own: skills.yaml's environment.isolate plus --isolate-env."""
+    from skillctl.env.declare import Isolation, project_isolation
+    from skillctl.project.spec import load_project
+
+    named = Isolation(required=isolate)
+    return named if req_path is None else project_isolation(load_project(req_path).environment, str(req_path)) + named
 
 
 def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Path | None, imports: list | None = None):
@@ -63,6 +77,12 @@ def _declarations(refs: tuple[str, ...], registry_url: str | None, req_path: Pat
     if req_path is not None:  # the project's declarations merge last
         decl = decl + project_declarations(load_project(req_path).environment, str(req_path))
     return decl
+
+
+def _no_isolate_with_lock(lock_path: Path | None, isolate: tuple[str, ...]) -> None:
+    if lock_path is not None and isolate:
+        raise click.UsageError("--isolate-env resolves anew, and --lock resolves nothing: the lock decides (add the "
+                               "skill to skills.yaml environment: isolate, then run skillctl lock)")
 
 
 def _ignored(names: tuple[str, ...], req_path: Path | None) -> tuple[str, ...]:
@@ -108,7 +128,8 @@ def resolving_command(extra: click.Option):
     """Arguments and options shared by the commands that resolve an environment."""
     def wrap(f):
         for decorate in reversed([click.argument("refs", nargs=-1), _req_option, _lock_option, extra, index_option,
-                                  sdist_option, image_option, ignore_python_option, registry_option, format_option,
+                                  sdist_option, isolate_option, image_option, ignore_python_option, registry_option,
+                                  format_option,
                                   library_errors]):
             f = decorate(f)
         return f
@@ -118,21 +139,27 @@ def resolving_command(extra: click.Option):
 
 @env_group.command("show")
 @resolving_command(click.option("--no-resolve", is_flag=True, help="Only list what is declared (no index, no Docker)."))
-def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, ignore_requires_python, registry_url, fmt) -> None:
+def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, isolate, image, ignore_requires_python, registry_url,
+         fmt) -> None:
     """What REFs (skill folders or registry references) declare, merged in order, and what it
-    resolves to: exact versions with the sha256 of every file. Once resolved, every import of
-    the skills' scripts is checked against what the resolved wheels provide (their file lists,
-    read from the cache or by HTTP Range requests, else downloaded): each one that none
-    provides is a located warning on stderr and in JSON's `checks` list ({owner, file, line,
-    module, distribution, resolved, message})."""
+    resolves to: exact versions with the sha256 of every file; the skills with a venv of their
+    own and theirs; every package the merge holds below what a skill alone gets. Once resolved,
+    every import of the skills' scripts is checked against what the resolved wheels provide
+    (their file lists, read from the cache or by HTTP Range requests, else downloaded): each one
+    that none provides is a located warning on stderr and in JSON's `checks` list ({owner, file,
+    line, module, distribution, resolved, message}). JSON also: isolated [{skill, venv, python}],
+    downgrades [{skill, package, alone, merged, held_by}]."""
     from skillctl.env.prepare import check_environment, resolve_environment
     from skillctl.env.target import probe_image
     from skillctl.sandbox.client import docker_client
 
+    _no_isolate_with_lock(lock_path, isolate)
     imports: list = []
     if lock_path is not None:
         env = _locked(lock_path)
         decl, doc = env.declarations, env.to_dict()
+        for d in env.downgrades:
+            progress(f"warning: {d.message()}")
     else:
         decl = _declarations(refs, registry_url, req_path, imports)
         doc = {"declared": decl.to_dict()}
@@ -141,7 +168,8 @@ def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, ignor
             client = docker_client()
             env = resolve_environment(decl, probe_image(client, base), index=index, allow_sdist=allow_sdist,
                                       base_image=base, client=client,
-                                      ignore_requires_python=_ignored(ignore_requires_python, req_path), progress=progress)
+                                      ignore_requires_python=_ignored(ignore_requires_python, req_path), progress=progress,
+                                      isolation=_isolation(req_path, isolate))
             doc = env.to_dict() | {"system_libraries": _built_image_libraries(env, client, base)}
             doc["checks"] = [c.to_dict() for c in check_environment(env, imports, download=True, progress=progress)]
     if fmt == "json":
@@ -162,6 +190,14 @@ def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, ignor
             click.echo(f"  {f['name']}=={f['version']}  {f['filename']}  sha256:{f['sha256']}")
         for d in doc["debian"]:
             click.echo(f"  {d['package']}={d['version']}  {d['filename']}  sha256:{d['sha256']}")
+        for iso in doc["isolated"]:
+            click.echo(f"{iso['skill']}: an environment of its own at {iso['venv']}:")
+            for f in iso["python"]:
+                click.echo(f"  {f['name']}=={f['version']}  {f['filename']}  sha256:{f['sha256']}")
+        for d in doc["downgrades"]:
+            held = f" (held back by {', '.join(d['held_by'])})" if d["held_by"] else ""
+            click.echo(f"held back: skill {d['skill']}: {d['package']} {d['alone']} alone → {d['merged']} with the "
+                       f"others{held}")
     if doc.get("system_libraries") is not None:
         _echo_libraries(doc["system_libraries"])
     elif "system_libraries" in doc:
@@ -191,13 +227,15 @@ def _echo_libraries(found: list) -> None:
 
 @env_group.command("build")
 @resolving_command(click.option("--force", is_flag=True, help="Rebuild even when an image for this environment exists."))
-def build(refs, req_path, lock_path, force, index, allow_sdist, image, ignore_requires_python, registry_url, fmt) -> None:
+def build(refs, req_path, lock_path, force, index, allow_sdist, isolate, image, ignore_requires_python, registry_url,
+          fmt) -> None:
     """Resolve, download (hash-checked) and build the environment image; print its tag."""
     from skillctl.env.prepare import build_environment, resolve_environment
     from skillctl.env.target import probe_image
     from skillctl.errors import EnvError
     from skillctl.sandbox.client import docker_client
 
+    _no_isolate_with_lock(lock_path, isolate)
     base = _base_image(image)
     client = docker_client()
     if lock_path is not None:
@@ -206,11 +244,14 @@ def build(refs, req_path, lock_path, force, index, allow_sdist, image, ignore_re
         if env.target != target:
             raise EnvError(f"{lock_path} was resolved for Python {env.target.python} on {env.target.uv_platform}, "
                            f"but {base} has Python {target.python} on {target.uv_platform}; run skillctl lock again")
+        for d in env.downgrades:
+            progress(f"warning: {d.message()}")
     else:
         decl = _declarations(refs, registry_url, req_path)
         env = resolve_environment(decl, probe_image(client, base), index=index, allow_sdist=allow_sdist,
                                   base_image=base, client=client,
-                                  ignore_requires_python=_ignored(ignore_requires_python, req_path), progress=progress)
+                                  ignore_requires_python=_ignored(ignore_requires_python, req_path), progress=progress,
+                                  isolation=_isolation(req_path, isolate))
     tag = build_environment(env, client, base, progress=progress, force=force)
     if fmt == "json":
         from skillctl.env.syslibs import environment_check

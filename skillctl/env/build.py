@@ -16,6 +16,13 @@ a build stage). Nothing is downloaded during the build and nothing is pulled.
                     build fails if one is left);
                     PATH starts with /opt/skills-env/bin; the user is the agent image's again
 
+A skill isolated from the merge (``environment: isolate``) gets a venv of its own at
+/opt/skill-envs/<skill>, made exactly like stage 1 in a stage of its own (``iso<N>``) and
+copied in beside /opt/skills-env, its bin checked by the same shadow check. Then
+/opt/skillctl-env/bin — first on PATH — holds ``python3`` and ``python``: a launcher (``/bin/sh``)
+that runs a script under /skills/<skill>/ of an isolated skill with that skill's venv (with no
+script — ``-c``, ``-m``, stdin — the working folder decides), anything else with the shared one.
+
 No wheel's code runs during the build, as root or at all: wheels are unpacked, not run. The only
 package code that runs is Debian packages' maintainer scripts (as root, as dpkg runs them
 anywhere), before the venv is copied in.
@@ -31,7 +38,7 @@ import json
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,7 +82,7 @@ RUN /tmp/skillctl-build/uv venv --no-config --no-cache --color never --no-python
 FROM ${{BASE}}
 USER 0:0
 {debs}COPY --from=venv --chown=0:0 {venv} {venv}
-COPY shadow.py /tmp/skillctl-shadow.py
+{isolated}COPY shadow.py /tmp/skillctl-shadow.py
 # No package script may stand in for a command of the image (see skillctl/env/shadow.py), and
 # Debian packages bring setuid/setgid programs and setgid folders (/var/mail…): none may stay.
 RUN {python3} -I -S /tmp/skillctl-shadow.py {venv} "$PATH" && rm /tmp/skillctl-shadow.py \\
@@ -83,8 +90,79 @@ RUN {python3} -I -S /tmp/skillctl-shadow.py {venv} "$PATH" && rm /tmp/skillctl-s
  && test -z "$(find / -xdev -perm /6000)"
 ENV PATH={venv}/bin:${{PATH}} \\
     VIRTUAL_ENV={venv}
-USER {user}
+{launcher_path}USER {user}
 """
+
+# One stage per isolated skill: the same rules as stage 1 (unprivileged, offline, hashes, no deps).
+_ISOLATED_STAGE = """\
+FROM ${{BASE}} AS iso{n}
+LABEL {stage_label}={digest}
+USER 0:0
+COPY uv /tmp/skillctl-build/uv
+COPY isolated/{n}/wheels/ /tmp/skillctl-build/wheels/
+COPY isolated/{n}/requirements.txt /tmp/skillctl-build/requirements.txt
+RUN mkdir -p {venv} && chown {build_user} {venv}
+USER {build_user}
+RUN /tmp/skillctl-build/uv venv --no-config --no-cache --color never --no-python-downloads --python {python3} {venv} \\
+ && /tmp/skillctl-build/uv pip install --no-config --color never --offline --no-cache --no-index \\
+      --find-links /tmp/skillctl-build/wheels --require-hashes --no-deps --only-binary :all: \\
+      --link-mode copy --python {venv}/bin/python -r /tmp/skillctl-build/requirements.txt \\
+ && {{ {python3} -I -S -m compileall -q -j 0 {venv}/lib || [ $? -eq 1 ]; }}
+
+"""
+_ISOLATED_COPY = "COPY --from=iso{n} --chown=0:0 {venv} {venv}\n"
+_ISOLATED_FINAL = """\
+COPY shadow.py /tmp/skillctl-shadow-isolated.py
+COPY launcher {launcher_dir}/python3
+RUN ln -s python3 {launcher_dir}/python{checks} \\
+ && rm /tmp/skillctl-shadow-isolated.py
+"""
+_ISOLATED_CHECK = ' \\\n && {python3} -I -S /tmp/skillctl-shadow-isolated.py {venv} "$PATH"'
+
+LAUNCHER_DIR = "/opt/skillctl-env/bin"
+# Where the sandbox unpacks skills, as commands see it (DockerSandbox.skills_root).
+SKILLS_ROOT = "/skills"
+LAUNCHER_VERSION = "1"  # part of the environment hash when there is a launcher
+_LAUNCHER = """\
+#!/bin/sh
+# python3/python of an environment with isolated skills, written by skillctl (skillctl/env/build.py).
+# A script under the folder of a skill with an environment of its own runs with that skill's
+# venv; with no script (-c, -m, -, none) the working folder decides; anything else runs with the
+# shared venv {shared}.
+script=
+next=
+for arg in "$@"; do
+  if [ "$next" = value ]; then next=; continue; fi
+  if [ "$next" = script ]; then script=$arg; break; fi
+  case $arg in
+    --) next=script ;;
+    -|-c*|-m*) break ;;
+    -W|-X) next=value ;;
+    -*) ;;
+    *) script=$arg; break ;;
+  esac
+done
+if [ -n "$script" ]; then where=$(/usr/bin/realpath -m -- "$script"); else where=$(pwd -P)/; fi
+case $where in
+{cases}esac
+exec {shared}/bin/python3 "$@"
+"""
+
+
+def launcher(isolated: Sequence[tuple[str, str]], shared: str = VENV, skills_root: str = SKILLS_ROOT) -> str:
+    """The ``python3`` launcher for (skill, venv) pairs."""
+    cases = "".join(f'  {skills_root}/{skill}/*) exec {venv}/bin/python3 "$@" ;;\n' for skill, venv in isolated)
+    return _LAUNCHER.format(cases=cases, shared=shared)
+
+
+@dataclass(frozen=True)
+class IsolatedFiles:
+    """The verified wheels of one isolated skill and the venv they go into."""
+
+    skill: str
+    venv: str
+    wheels: Sequence["EnvFile"]
+
 
 _DEBS = """\
 COPY debs/ /tmp/skillctl-debs/
@@ -102,16 +180,22 @@ class EnvFile:
     pin: str = ""  # "name==version" for wheels
 
 
-def env_hash(base_id: str, wheels: Sequence[tuple[str, str]], debs: Sequence[tuple[str, str]], uv: str) -> str:
+def env_hash(base_id: str, wheels: Sequence[tuple[str, str]], debs: Sequence[tuple[str, str]], uv: str,
+             isolated: Mapping[str, Sequence[tuple[str, str]]] | None = None) -> str:
     """The environment's identity from (file name, sha256) pairs: known from the resolution or
-    the lock before any file is read, so a cached image is found without hashing anything."""
-    doc = {
+    the lock before any file is read, so a cached image is found without hashing anything.
+    ``isolated``: skill -> its own venv's pairs (left out when there are none, so an environment
+    without isolated skills keeps its hash)."""
+    doc: dict[str, Any] = {
         "base": base_id,
         "wheels": sorted(f"{name} {sha}" for name, sha in wheels),
         "debs": sorted(f"{name} {sha}" for name, sha in debs),
         "recipe": RECIPE_VERSION,
         "uv": uv,
     }
+    if isolated:
+        doc["isolated"] = {skill: sorted(f"{name} {sha}" for name, sha in pairs) for skill, pairs in isolated.items()}
+        doc["launcher"] = LAUNCHER_VERSION
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
@@ -120,13 +204,37 @@ def find_env_image(client: Any, digest: str) -> Any | None:
     return max(images, key=lambda i: i.attrs.get("Created", "")) if images else None
 
 
-def _context(tmp: Path, wheels: Sequence[EnvFile], debs: Sequence[EnvFile], uv_bin: str, user: str, digest: str) -> None:
-    (tmp / "wheels").mkdir()
+def _wheels_folder(folder: Path, wheels: Sequence[EnvFile]) -> None:
+    """``folder``/wheels/ and ``folder``/requirements.txt pinning each wheel by sha256."""
+    (folder / "wheels").mkdir(parents=True)
     lines = []
     for w in wheels:
-        shutil.copyfile(w.path, tmp / "wheels" / w.path.name)
+        shutil.copyfile(w.path, folder / "wheels" / w.path.name)
         lines.append(f"{w.pin} --hash=sha256:{w.sha256}")
-    (tmp / "requirements.txt").write_text("\n".join(sorted(lines)) + "\n", "utf-8")
+    (folder / "requirements.txt").write_text("\n".join(sorted(lines)) + "\n", "utf-8")
+
+
+def _isolated_parts(tmp: Path, isolated: Sequence[IsolatedFiles], digest: str) -> tuple[str, str, str]:
+    """(stages, copies and checks in the final stage, its PATH line) for the isolated skills;
+    their wheel folders and the launcher written into the context ``tmp``."""
+    if not isolated:
+        return "", "", ""
+    stages, copies, checks = [], [], []
+    for n, iso in enumerate(isolated):
+        _wheels_folder(tmp / "isolated" / str(n), iso.wheels)
+        stages.append(_ISOLATED_STAGE.format(n=n, venv=iso.venv, stage_label=LABEL_STAGE, digest=digest,
+                                             build_user=BUILD_USER, python3=PYTHON3))
+        copies.append(_ISOLATED_COPY.format(n=n, venv=iso.venv))
+        checks.append(_ISOLATED_CHECK.format(python3=PYTHON3, venv=iso.venv))
+    (tmp / "launcher").write_text(launcher([(i.skill, i.venv) for i in isolated]), "utf-8")
+    (tmp / "launcher").chmod(0o755)
+    final = "".join(copies) + _ISOLATED_FINAL.format(launcher_dir=LAUNCHER_DIR, checks="".join(checks))
+    return "".join(stages), final, f"ENV PATH={LAUNCHER_DIR}:${{PATH}}\n"
+
+
+def _context(tmp: Path, wheels: Sequence[EnvFile], debs: Sequence[EnvFile], uv_bin: str, user: str, digest: str,
+             isolated: Sequence[IsolatedFiles] = ()) -> None:
+    _wheels_folder(tmp, wheels)
     shutil.copyfile(uv_bin, tmp / "uv")
     (tmp / "uv").chmod(0o755)
     shutil.copyfile(shadow.__file__, tmp / "shadow.py")
@@ -136,8 +244,13 @@ def _context(tmp: Path, wheels: Sequence[EnvFile], debs: Sequence[EnvFile], uv_b
         for d in debs:
             shutil.copyfile(d.path, tmp / "debs" / d.path.name)
         debs_part = _DEBS.format()
-    (tmp / "Dockerfile").write_text(_DOCKERFILE.format(venv=VENV, debs=debs_part, user=user, stage_label=LABEL_STAGE,
-                                                       digest=digest, build_user=BUILD_USER, python3=PYTHON3), "utf-8")
+    stages, final, launcher_path = _isolated_parts(tmp, isolated, digest)
+    dockerfile = _DOCKERFILE.format(venv=VENV, debs=debs_part, user=user, stage_label=LABEL_STAGE, digest=digest,
+                                    build_user=BUILD_USER, python3=PYTHON3, isolated=final, launcher_path=launcher_path)
+    if stages:  # the isolated skills' stages go before the final one
+        at = dockerfile.index("\nFROM ${BASE}\n") + 1
+        dockerfile = dockerfile[:at] + stages + dockerfile[at:]
+    (tmp / "Dockerfile").write_text(dockerfile, "utf-8")
 
 
 def existing_env_image(client: Any, base_image: str, digest_of: Callable[[str], str], force: bool) -> tuple[Any, str, str | None]:
@@ -161,18 +274,21 @@ def build_env_image(
     uv_bin: str,
     progress: Progress | None = None,
     force: bool = False,
+    isolated: Sequence[IsolatedFiles] = (),
 ) -> str:
-    """Build the environment image ``digest`` from these verified files on ``base``."""
+    """Build the environment image ``digest`` from these verified files on ``base``;
+    ``isolated``: the skills with a venv of their own, and their wheels."""
     say = progress or (lambda _line: None)
     tag = f"{ENV_REPO}:{digest[:12]}"
     user = (base.attrs.get("Config") or {}).get("User") or "0:0"
-    packages = " ".join(sorted(w.pin for w in wheels) + sorted(d.pin for d in debs))
+    packages = " ".join(sorted(w.pin for w in wheels) + sorted(d.pin for d in debs)
+                        + sorted(f"{i.skill}:{w.pin}" for i in isolated for w in i.wheels))
     say(f"building environment image {tag} ({len(wheels)} wheel(s), {len(debs)} Debian package(s), no network)")
-    wheel_names = {w.pin: w.path.name for w in wheels}
+    wheel_names = {w.pin: w.path.name for w in [*wheels, *(w for i in isolated for w in i.wheels)]}
     steps: list[str] = []  # the image of each finished step, in order
     try:
         with tempfile.TemporaryDirectory(prefix="skillctl-env-build-", dir="/var/tmp") as tmp:
-            _context(Path(tmp), wheels, debs, uv_bin, user, digest)
+            _context(Path(tmp), wheels, debs, uv_bin, user, digest, isolated)
             stream = client.api.build(
                 path=tmp, tag=tag, buildargs={"BASE": base.id}, network_mode="none", pull=False, rm=True, forcerm=True,
                 nocache=force,

@@ -10,6 +10,7 @@
        environment:
          python: ["numpy>=1.26", "pandas"]   # for skills that declare nothing
          debian: ["poppler-utils"]           # system tools some skills call
+         isolate: [skill-a]                  # skills that get a venv of their own (or: auto)
 
 Everything here only parses (``tomllib``, ``packaging``): no skill code is imported or run. Both
 are imported when there is something to parse: the validator reads every skill's scripts, and
@@ -281,7 +282,7 @@ def _text(data: bytes, where: str) -> str:
 
 
 IGNORE_REQUIRES_PYTHON = "ignore-requires-python"
-ENVIRONMENT_KEYS = ("python", "debian", IGNORE_REQUIRES_PYTHON)
+ENVIRONMENT_KEYS = ("python", "debian", "isolate", IGNORE_REQUIRES_PYTHON)
 
 
 def ignored_requires_python(environment: Any, where: str = "skills.yaml") -> tuple[str, ...]:
@@ -315,6 +316,7 @@ def project_declarations(environment: Any, where: str = "skills.yaml") -> Declar
         raise EnvError(f"{where}: environment: unknown key(s) {', '.join(sorted(map(str, unknown)))}; allowed: "
                        f"{', '.join(ENVIRONMENT_KEYS)}")
     ignored_requires_python(environment, where)  # checked with the rest
+    project_isolation(environment, where)
     python: list[Declared] = []
     debian: list[Declared] = []
     for key, out in (("python", python), ("debian", debian)):
@@ -330,3 +332,51 @@ def project_declarations(environment: Any, where: str = "skills.yaml") -> Declar
             else:
                 out.append(Declared(item, PROJECT, f"{where} environment.debian"))
     return Declarations(tuple(python), (), tuple(debian), {})
+
+
+# ------------------------------------------------------------------------------ isolation
+
+AUTO = "auto"
+_SKILL_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")  # Agent Skills names: also safe as a folder name
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """Which skills get a venv of their own instead of sharing the merged one: ``skills``
+    named in skills.yaml (``environment.isolate``), ``required`` named for one run
+    (``--isolate-env``: each must be a skill of the run), and with ``auto`` every skill the merge
+    would downgrade."""
+
+    skills: tuple[str, ...] = ()
+    auto: bool = False
+    required: tuple[str, ...] = ()
+
+    def __add__(self, other: "Isolation") -> "Isolation":
+        return Isolation(tuple(dict.fromkeys(self.skills + other.skills)), self.auto or other.auto,
+                         tuple(dict.fromkeys(self.required + other.required)))
+
+    @property
+    def named(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.skills + self.required))
+
+    @property
+    def empty(self) -> bool:
+        return not self.named and not self.auto
+
+
+def check_skill_name(name: str, where: str) -> str:
+    if not isinstance(name, str) or not _SKILL_NAME_RE.match(name):
+        raise EnvError(f"{where}: {name!r} is not a skill name (lowercase letters, digits and single hyphens)")
+    return name
+
+
+def project_isolation(environment: Any, where: str = "skills.yaml") -> Isolation:
+    """``environment.isolate`` of a project's skills.yaml: a list of skill names, or ``auto``."""
+    value = environment.get("isolate") if isinstance(environment, dict) else None
+    if value is None:
+        return Isolation()
+    if value == AUTO:
+        return Isolation(auto=True)
+    if not isinstance(value, list):
+        raise EnvError(f"{where}: environment.isolate must be a list of skill names or 'auto', got {value!r}")
+    return Isolation(tuple(check_skill_name(v, f"{where}: environment.isolate") for v in value))

@@ -79,6 +79,7 @@ class LockedFiles:
     lock: str
     wheels: tuple[tuple[str, str], ...]
     debs: tuple[tuple[str, str], ...]
+    isolated: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # (skill, its venv's wheels)
 
 
 def locked_files(locks: Sequence[tuple[Path, Any]]) -> list[LockedFiles]:
@@ -91,7 +92,9 @@ def locked_files(locks: Sequence[tuple[Path, Any]]) -> list[LockedFiles]:
         env = locked_environment(section, path)
         if env is not None:
             out.append(LockedFiles(str(path), tuple((f.filename, f.sha256) for f in env.python.files),
-                                   tuple((d.filename, d.sha256) for d in env.debian)))
+                                   tuple((d.filename, d.sha256) for d in env.debian),
+                                   tuple((i.skill, tuple((f.filename, f.sha256) for f in i.python.files))
+                                         for i in env.isolated)))
     return out
 
 
@@ -144,7 +147,7 @@ def plan_prune(
         else:
             out.append(Decision(leftover, True, "a build stage left behind"))
     for image in images:
-        pinned = next((lk.lock for lk in locks if env_hash(image.base, lk.wheels, lk.debs, uv) == image.env), None)
+        pinned = next((lk.lock for lk in locks if env_hash(image.base, lk.wheels, lk.debs, uv, dict(lk.isolated)) == image.env), None)
         foreign = [t for t in image.tags if not t.startswith(f"{ENV_REPO}:")]
         if image.id in used:
             keep = f"in use by container {used[image.id]}"

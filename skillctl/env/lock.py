@@ -13,8 +13,16 @@ theirs::
       "target": {"python": "3.11.2", "machine": "x86_64", "libc": "glibc 2.36", "arch": "amd64"},
       "index_url": "https://pypi.org/simple",
       "pylock": "pylock.skills.toml", "pylock_digest": "sha256:…",
-      "debian": [{"package", "version", "arch", "filename", "url", "sha256", "size"}, …]
+      "debian": [{"package", "version", "arch", "filename", "url", "sha256", "size"}, …],
+      "downgrades": [{"skill", "package", "alone", "merged", "held_by"}, …]   what the merge holds back
     }
+
+Skills with an environment of their own (skills.yaml ``environment: isolate``) add, in format 2
+(format 1 — no isolated skill — is still written and read as before)::
+
+      "isolated": {"skill-a": {"pylock": "pylock.skills-skill-a.toml", "pylock_digest": "sha256:…"}}
+
+each its own PEP 751 lock beside skills.lock, checked the same way.
 
 Reading it back checks the pylock's digest first: a pylock edited by hand (or by another tool)
 is refused, and so is every file whose bytes differ from the sha256 the pylock names.
@@ -33,11 +41,13 @@ from skillctl.env.target import Target
 from skillctl.errors import EnvError, EnvIntegrityError
 
 FORMAT = 1
+FORMAT_ISOLATED = 2  # with isolated skills: an older skillctl refuses it rather than run them merged
 PYLOCK_NAME = "pylock.skills.toml"
 
 
-def pylock_path(lock_path: Path) -> Path:
-    return lock_path.parent / PYLOCK_NAME
+def pylock_path(lock_path: Path, skill: str | None = None) -> Path:
+    """The pylock of the shared environment, or of ``skill``'s own (PEP 751: no dot in the name)."""
+    return lock_path.parent / (PYLOCK_NAME if skill is None else f"pylock.skills-{skill}.toml")
 
 
 def _sha256(data: bytes) -> str:
@@ -49,7 +59,7 @@ def environment_section(env: Environment, lock_path: Path) -> dict[str, Any]:
     from skillctl.fsutil import write_atomic
 
     section: dict[str, Any] = {
-        "format": FORMAT,
+        "format": FORMAT_ISOLATED if env.isolated else FORMAT,
         "inputs_digest": env.inputs_digest(),
         "declared": env.declarations.to_dict(),
         "target": env.target.to_dict(),
@@ -61,7 +71,35 @@ def environment_section(env: Environment, lock_path: Path) -> dict[str, Any]:
         write_atomic(path, env.python.pylock)
         section["pylock"] = path.name
         section["pylock_digest"] = _sha256(env.python.pylock.encode("utf-8"))
+    if env.downgrades:
+        section["downgrades"] = [d.to_dict() for d in env.downgrades]
+    if env.isolated:
+        section["isolated"] = {}
+        for iso in env.isolated:
+            path = pylock_path(lock_path, iso.skill)
+            write_atomic(path, iso.python.pylock)
+            section["isolated"][iso.skill] = {"pylock": path.name, "pylock_digest": _sha256(iso.python.pylock.encode("utf-8"))}
     return section
+
+
+def _read_pylock(name: Any, digest: Any, lock_path: Path, target: Target, key: str) -> tuple[str, tuple[Any, ...]]:
+    """(text, files) of the pylock ``name`` beside the lock, its digest checked against ``digest``."""
+    where = str(lock_path)
+    name = str(name)
+    if "/" in name or name.startswith("."):
+        raise EnvError(f"{where}: {key} must name a file beside the lock, got {name!r}")
+    path = lock_path.parent / name
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise EnvError(f"{path}: cannot read the environment's lock ({exc.strerror or exc}); run skillctl lock") from None
+    if _sha256(data) != digest:
+        raise EnvIntegrityError(
+            f"{path} has digest {_sha256(data)[:19]}…, but {where} pins {str(digest)[:19]}…; "
+            "refusing it — run skillctl lock to re-resolve on purpose"
+        )
+    text = data.decode("utf-8")
+    return text, parse_pylock(text, target, str(path))
 
 
 def _declarations(doc: Any, where: str) -> Declarations:
@@ -77,32 +115,38 @@ def environment_from_section(section: Any, lock_path: Path) -> Environment:
     """The locked environment, with the pylock's digest checked against the lock."""
     from skillctl.env.debian import DebianPackage
 
+    from skillctl.env.declare import check_skill_name
+    from skillctl.env.prepare import Isolated
+    from skillctl.env.resolve import Downgrade
+
     where = str(lock_path)
-    if not isinstance(section, dict) or section.get("format") != FORMAT:
+    if not isinstance(section, dict) or section.get("format") not in (FORMAT, FORMAT_ISOLATED):
         raise EnvError(f"{where}: the environment section is missing its format {FORMAT}; regenerate it with: skillctl lock")
     target = Target.from_dict(section.get("target"))
     index = str(section.get("index_url", ""))
     text = ""
     files: tuple[Any, ...] = ()
     if section.get("pylock"):
-        name = str(section["pylock"])
-        if "/" in name or name.startswith("."):
-            raise EnvError(f"{where}: environment.pylock must name a file beside the lock, got {name!r}")
-        path = lock_path.parent / name
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise EnvError(f"{path}: cannot read the environment's lock ({exc.strerror or exc}); run skillctl lock") from None
-        if _sha256(data) != section.get("pylock_digest"):
-            raise EnvIntegrityError(
-                f"{path} has digest {_sha256(data)[:19]}…, but {where} pins {str(section.get('pylock_digest'))[:19]}…; "
-                "refusing it — run skillctl lock to re-resolve on purpose"
-            )
-        text = data.decode("utf-8")
-        files = parse_pylock(text, target, str(path))
+        text, files = _read_pylock(section["pylock"], section.get("pylock_digest"), lock_path, target, "environment.pylock")
+    isolated = []
+    entries = section.get("isolated") or {}
+    if not isinstance(entries, dict):
+        raise EnvError(f"{where}: environment.isolated is malformed; regenerate it with: skillctl lock")
+    for skill, entry in sorted(entries.items()):
+        check_skill_name(skill, f"{where}: environment.isolated")
+        if not isinstance(entry, dict) or not entry.get("pylock"):
+            raise EnvError(f"{where}: environment.isolated.{skill} names no pylock; regenerate it with: skillctl lock")
+        iso_text, iso_files = _read_pylock(entry["pylock"], entry.get("pylock_digest"), lock_path, target,
+                                           f"environment.isolated.{skill}.pylock")
+        isolated.append(Isolated(skill, Resolution(target, index, iso_files, iso_text)))
     try:
         debian = tuple(DebianPackage.from_dict(d) for d in section.get("debian", []))
     except (KeyError, TypeError, ValueError) as exc:
         raise EnvError(f"{where}: environment.debian is malformed ({exc!r}); regenerate it with: skillctl lock") from None
+    try:
+        downgrades = tuple(Downgrade(str(d["skill"]), str(d["package"]), str(d["alone"]), str(d["merged"]),
+                                     tuple(map(str, d.get("held_by", ())))) for d in section.get("downgrades", []))
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise EnvError(f"{where}: environment.downgrades is malformed ({exc!r}); regenerate it with: skillctl lock") from None
     decl = _declarations(section.get("declared") or {}, where)
-    return Environment(decl, Resolution(target, index, files, text), debian)
+    return Environment(decl, Resolution(target, index, files, text), debian, tuple(isolated), downgrades)

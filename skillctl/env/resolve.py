@@ -10,7 +10,10 @@ the packages uv finds no wheel for are built from their sdists in throwaway cont
 offered back to uv as wheels (``sdist``), so still nothing of theirs runs on the host.
 
 A resolution is cached under the hash of its inputs (requirements, target, index, options, uv's
-version), so a second run with the same skills needs neither the index nor uv.
+version), so a second run with the same skills needs neither the index nor uv. That makes the
+check of a merge cheap: ``downgrades`` resolves each skill alone (and in pairs, to name who holds
+a package back) and lists what the merged resolution has at a lower version. A failed resolution
+names every requirement uv cannot install at once (``_failure``), and a platform-only one as such.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sysconfig
@@ -254,20 +258,126 @@ def run_uv(lines: list[str], target: Target, index: str, *, find_links: Path | N
         return proc.returncode, text, proc.stderr
 
 
-def _reason(stderr: str) -> str:
-    """uv's explanation on one line (its box-drawing decoration removed)."""
+REASON_LIMIT = 2000  # characters of uv's explanation kept in a message: whole, unless it is huge
+
+
+def _reason(stderr: str, limit: int = REASON_LIMIT) -> str:
+    """uv's explanation on one line (its box-drawing decoration removed), cut only when longer
+    than ``limit`` and then at a word's end, marked with "…"."""
     parts = [ln.strip().lstrip("×╰─▶│ ").strip() for ln in stderr.splitlines()]
-    return " ".join(p for p in parts if p)[:600] or "uv failed without a message"
+    text = " ".join(p for p in parts if p)
+    if not text:
+        return "uv failed without a message"
+    if len(text) <= limit:
+        return text
+    cut = text[:limit + 1]
+    at = cut.rfind(" ")
+    return (cut[:at] if at > limit // 2 else cut[:limit]).rstrip(" ,;:") + " …"
+
+
+# uv's hint when a package has wheels, but none for the target: "Wheels are available for
+# `pywin32` (v311) on the following platforms: `win32`, `win_amd64`, `win_arm64`".
+_PLATFORMS_HINT = re.compile(r"Wheels are available for `([^`]+)` \(v[^)]*\) on the following platforms?: ((?:`[^`]+`(?:, )?)+)")
+# The requirements uv names as the user's own: "you require numpy>=99", "you require pywin32".
+_YOU_REQUIRE = re.compile(r"you require ([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
+_OS_OF_PLATFORM = (("win", "Windows", "sys_platform == 'win32'"), ("macosx", "macOS", "sys_platform == 'darwin'"))
+MAX_FAILURE_ROUNDS = 8  # uv calls spent finding every requirement that cannot be installed
+
+
+def platform_only(stderr: str) -> dict[str, tuple[str, str]]:
+    """Packages uv found wheels for only on other operating systems: name -> (the systems, in
+    words; the environment marker that would leave them out on Linux)."""
+    out = {}
+    for name, listed in _PLATFORMS_HINT.findall(stderr):
+        platforms = re.findall(r"`([^`]+)`", listed)
+        systems = []
+        for prefix, system, marker in _OS_OF_PLATFORM:
+            if any(p.startswith(prefix) for p in platforms):
+                systems.append((system, marker))
+        if platforms and all(p.startswith(tuple(prefix for prefix, _, _ in _OS_OF_PLATFORM)) for p in platforms):
+            words = " and ".join(s for s, _ in systems)
+            marker = systems[0][1] if len(systems) == 1 else "sys_platform != 'linux'"
+            out[canonicalize_name(name)] = (words, marker)
+    return out
+
+
+def _who(decl: Declarations, name: str) -> str:
+    """Who declares distribution ``name``: "skill-a (scripts/x.py (PEP 723)), skill-b (…)"."""
+    found = [f"{d.owner} ({d.source})" for d in decl.python if d.name == name]
+    return ", ".join(dict.fromkeys(found)) or "a dependency of the declared requirements"
+
+
+def _problem(name: str, stderr: str, target: Target, allow_sdist: bool) -> str:
+    """What is wrong with requirement ``name``, in uv's ``stderr`` of the attempt it failed."""
+    others = platform_only(stderr)
+    if name in others:
+        systems, marker = others[name]
+        return (f"{name} publishes wheels only for {systems}; add a marker `; {marker}` to the requirement or drop "
+                "it")
+    for dependency, (systems, _) in others.items():
+        return (f"{name} depends on {dependency}, which publishes wheels only for {systems}; pin a version of {name} "
+                "that does not, or drop it")
+    if re.search(rf"\b{re.escape(name)} was not found in the package registry", stderr):
+        return f"{name} is not on the package index; check its name"
+    if not allow_sdist and ("building from source is disabled" in stderr or "no usable wheels" in stderr
+                            or "has no wheels" in stderr):
+        return (f"{name} has no wheel for Python {target.python} on {target.uv_platform}; pass --allow-sdist to build "
+                "it in a throwaway container")
+    return _reason(stderr, 400)
+
+
+def _without(decl: Declarations, names: set[str]) -> Declarations:
+    return Declarations(tuple(d for d in decl.python if d.name not in names), decl.requires_python, decl.debian,
+                        decl.scripts)
+
+
+def _unresolvable(decl: Declarations, target: Target, index: str, stderr: str,
+                  find_links: Path | None) -> list[tuple[list[str], str]]:
+    """Every declared requirement uv cannot install, found round by round: the ones uv names
+    as the user's are left out and the rest resolved again (at most ``MAX_FAILURE_ROUNDS``
+    more uv calls); [(names, uv's stderr of the round that named them)]."""
+    found: list[tuple[list[str], str]] = []
+    remaining = decl
+    for _ in range(MAX_FAILURE_ROUNDS):
+        declared = {d.name for d in remaining.python}
+        names = sorted({canonicalize_name(n) for n in _YOU_REQUIRE.findall(stderr)} & declared)
+        if not names:
+            break
+        found.append((names, stderr))
+        remaining = _without(remaining, set(names))
+        lines = requirement_lines(remaining, target)
+        if not lines:
+            break
+        status, _, stderr = run_uv(lines, target, index, find_links=find_links)
+        if status == 0:
+            break
+    return found
 
 
 def _failure(decl: Declarations, target: Target, index: str, allow_sdist: bool, stderr: str,
              find_links: Path | None = None) -> EnvError:
-    """The clearest error for a failed resolution: a conflict between two owners, named."""
+    """The clearest error for a failed resolution: every requirement that cannot be installed
+    (with who declares it), or a conflict between two owners, named."""
     reason = _reason(stderr)
+    # With --allow-sdist a round would have to build sdists again: only the first failure then.
+    rounds = [] if allow_sdist else _unresolvable(decl, target, index, stderr, find_links)
+    # Independent failures (each alone in its round): all of them at once. A conflict makes uv
+    # name both sides in one round; that is the pair search's to explain below.
+    single = [names[0] for names, _ in rounds if len(names) == 1]
+    if len(rounds) > 1 and len(single) == len(rounds):
+        problems = [f"{_problem(name, text, target, allow_sdist)} (declared by {_who(decl, name)})"
+                    for (name,), text in ((names, text) for names, text in rounds)]
+        return EnvError(f"cannot resolve the environment: {len(problems)} requirements cannot be installed: "
+                        + "; ".join(problems))
+    for name, (systems, marker) in platform_only(stderr).items():
+        return EnvError(
+            f"{name} publishes wheels only for {systems}, and the agent image is Linux ({target.uv_platform}); add a "
+            f"marker `; {marker}` to the requirement or drop it (declared by {_who(decl, name)})"
+        )
     if not allow_sdist and ("building from source is disabled" in stderr or "no usable wheels" in stderr
                             or "has no wheels" in stderr):
         return EnvError(
-            f"no wheel for Python {target.python} on {target.uv_platform}: {reason}. Only wheels are installed by "
+            f"no wheel for Python {target.python} on {target.uv_platform}: {reason.rstrip('.')}. Only wheels are installed by "
             "default (building a source distribution runs its code); pass --allow-sdist to build it in a throwaway "
             "container"
         )
@@ -283,7 +393,8 @@ def _failure(decl: Declarations, target: Target, index: str, allow_sdist: bool, 
             if fails(decl.for_owners([a])) or fails(decl.for_owners([b])):
                 break  # one alone fails: not a conflict between two owners
             clash = _clashing(pair, a, b)
-            return EnvError(f"requirements conflict between {a} and {b}: {clash}; {reason}")
+            return EnvError(f"requirements conflict between {a} and {b}: {clash}; {reason.rstrip('.')}. To run both, give one an "
+                            f"environment of its own: environment: isolate: [{b}] in skills.yaml, or --isolate-env {b}")
     return EnvError(f"cannot resolve the environment ({', '.join(owners)}): {reason}")
 
 
@@ -347,3 +458,79 @@ def resolve(
     for f in files:
         say(f"  {f.pin} {f.filename}")
     return Resolution(target, index, files, text)
+
+
+# ------------------------------------------------------------------------------ downgrades
+
+MAX_PAIR_OWNERS = 8  # up to this many owners, pairs are resolved to name who holds a package back
+
+
+@dataclass(frozen=True)
+class Downgrade:
+    """A package the merged resolution holds below what ``skill`` alone would get."""
+
+    skill: str
+    package: str
+    alone: str
+    merged: str
+    held_by: tuple[str, ...] = ()  # the other owners that, each with this skill, hold it back
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"skill": self.skill, "package": self.package, "alone": self.alone, "merged": self.merged,
+                "held_by": list(self.held_by)}
+
+    def message(self) -> str:
+        held = f" (held back by {', '.join(self.held_by)})" if self.held_by else ""
+        return f"skill {self.skill}: {self.package} {self.alone} alone → {self.merged} with the others{held}"
+
+
+def python_owners(decl: Declarations, target: Target) -> list[str]:
+    """Owners with at least one Python requirement that applies in the container, in order."""
+    return [o for o in dict.fromkeys(d.owner for d in decl.python) if requirement_lines(decl.for_owners([o]), target)]
+
+
+def downgrades(decl: Declarations, merged: Resolution, target: Target, *, index: str | None = None,
+               allow_sdist: bool = False, builder: Any = None, refresh: bool = False,
+               ignore_requires_python: Collection[str] = (), progress: Progress | None = None) -> tuple[Downgrade, ...]:
+    """Every package ``merged`` (the resolution of all of ``decl``) holds at a lower version than
+    a skill's requirements alone get. Each skill is resolved alone — cached like any resolution,
+    so this costs nothing the second time —, and, with few owners, with each other owner to
+    name who holds a package back. Nothing is resolved when fewer than two owners declare
+    Python requirements; the project's own requirements are a holder, never checked alone.
+    ``refresh`` re-resolves each skill alone (as ``lock`` does the merge); pairs, which only name
+    the holder, come from the cache when there."""
+    from packaging.version import Version
+
+    from skillctl.env.declare import PROJECT
+
+    owners = python_owners(decl, target)
+    if len(owners) < 2:
+        return ()
+    say = progress or (lambda _line: None)
+    skills = [o for o in owners if o != PROJECT]
+    say(f"environment: checking {len(skills)} skill(s) alone for packages the merge holds back")
+    have = {f.name: f.version for f in merged.files}
+
+    def alone(part: Declarations, again: bool = False) -> dict[str, str] | None:
+        try:
+            res = resolve(part, target, index=index, allow_sdist=allow_sdist, builder=builder, refresh=again,
+                          ignore_requires_python=ignore_requires_python)
+        except EnvError:
+            return None  # cannot be resolved alone or in this pair: nothing to compare with
+        return {f.name: f.version for f in res.files}
+
+    out = []
+    for skill in skills:
+        own = alone(decl.for_owners([skill]), refresh)
+        lower = sorted(name for name, version in (own or {}).items()
+                       if name in have and Version(have[name]) < Version(version))
+        if not lower:
+            continue
+        pairs: dict[str, dict[str, str] | None] = {}
+        if len(owners) <= MAX_PAIR_OWNERS:
+            pairs = {other: alone(decl.for_owners([skill, other])) for other in owners if other != skill}
+        for name in lower:
+            held = tuple(other for other, got in pairs.items()
+                         if got is not None and name in got and Version(got[name]) < Version(own[name]))
+            out.append(Downgrade(skill, name, own[name], have[name], held))
+    return tuple(out)

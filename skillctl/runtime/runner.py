@@ -88,6 +88,7 @@ class Runner:
         self.transcript_path = spec.transcript or default_transcript_path()
         self.memory: Memory | None = None  # held by memory_session for the run
         self.bundles: dict[str, BundleContents] = {}  # the skills' verified contents, by digest
+        self.isolated: tuple[str, ...] = ()  # skills whose scripts run with a venv of their own
         self.memory_tar = b""
         self.egress: EgressSession | None = None  # made by make_egress, live in sandbox_session
         self.transcript: Transcript | None = None  # the agent's, once make_agent made it
@@ -231,7 +232,7 @@ class Runner:
         base = base_image(self.spec.sandbox, self.spec.image, progress=self.progress)
         if base is None:
             return None
-        from skillctl.env.prepare import run_image
+        from skillctl.env.prepare import run_environment
 
         lock_environment = self.locked.lock.environment if self.locked is not None else None
         project_environment = None
@@ -245,10 +246,12 @@ class Runner:
 
             project_environment = load_project(self.spec.project).environment
             ignored += ignored_requires_python(project_environment, str(self.spec.project))
-        return run_image(skills, registry, base, lock_path=self.spec.lock, lock_environment=lock_environment,
-                         project_environment=project_environment, index=self.spec.index_url,
-                         allow_sdist=self.spec.allow_sdist, bundles=self.bundles, ignore_requires_python=ignored,
-                         progress=self.progress)
+        chosen = run_environment(skills, registry, base, lock_path=self.spec.lock, lock_environment=lock_environment,
+                                 project_environment=project_environment, index=self.spec.index_url,
+                                 allow_sdist=self.spec.allow_sdist, bundles=self.bundles, ignore_requires_python=ignored,
+                                 progress=self.progress, isolate=tuple(self.spec.isolate_env))
+        self.isolated = chosen.isolated
+        return chosen.image
 
     @contextmanager
     def memory_session(self) -> Iterator[Memory | None]:
@@ -315,7 +318,8 @@ class Runner:
             sandbox.put_archive(where, self.memory_tar, user=sandbox.agent_user)
             memory = memory_section(where, self.memory.index_excerpt())
             self.progress(f"memory {self.memory.name}: {len(self.memory.files())} file(s) at {where}")
-        return system_prompt(catalog, workspace=sandbox.workspace, skills_root=sandbox.skills_root, memory=memory)
+        return system_prompt(catalog, workspace=sandbox.workspace, skills_root=sandbox.skills_root, memory=memory,
+                             isolated=self.isolated)
 
     def make_agent(self, model: Model, approver: Approver, sandbox: Sandbox, system_text: str) -> Agent:
         spec = self.spec

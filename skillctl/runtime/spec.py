@@ -47,7 +47,8 @@ class RunSpec:
       (default: the agent image, built if missing) that the skills' environment is layered on
       (``index_url``, ``allow_sdist``: where its packages come from; ``ignore_requires_python``:
       skills whose ``requires-python`` is not held against the image, added to the lock's and
-      skills.yaml's lists); ``sandbox_settings``:
+      skills.yaml's lists; ``isolate_env``: skills given a venv of their own instead of the merged
+      one); ``sandbox_settings``:
       backend settings, e.g. ``{"memory": "4g", "cpus": 2}`` for docker.
     - ``inputs`` are staged into the workspace; ``output_dir`` receives the workspace afterwards;
       ``memory``: long-term memory, a NAME (kept in the user data folder) or a folder path.
@@ -87,6 +88,7 @@ class RunSpec:
     image: str | None = None
     index_url: str | None = None
     allow_sdist: bool = False
+    isolate_env: Sequence[str] = ()
     ignore_requires_python: Sequence[str] = ()
     sandbox_settings: Mapping[str, Any] = field(default_factory=dict)
     inputs: Sequence[Path] = ()

@@ -83,8 +83,8 @@ def project(tmp_path, index, shared_cache, agent_image):
 
 
 # Packages only these tests make (Debian packages skl-*, sdists marker*, the wheels of
-# test_env_hostile_wheels and test_syslibs): an environment image holding one is of no use outside its test.
-OWN_PACKAGES = ("skl-", "markerpkg==", "markerdep==", "pthmarker==", "shadowpkg==", "sklgomp==")
+# test_env_hostile_wheels, test_syslibs and test_merge): an environment image holding one is of no use outside its test.
+OWN_PACKAGES = ("skl-", "markerpkg==", "markerdep==", "pthmarker==", "shadowpkg==", "sklgomp==", "mergex==", "mergey==")
 
 
 def remove_images(ids) -> None:

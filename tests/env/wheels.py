@@ -19,10 +19,12 @@ def _record_hash(data: bytes) -> str:
 
 
 def make_wheel(folder: Path, name: str, version: str = "1.0", *, files: dict[str, str | bytes] | None = None,
-               entry_points: dict[str, dict[str, str]] | None = None, data: dict[str, str] | None = None) -> Path:
-    """``name-version-py3-none-any.whl`` in ``folder``: ``files`` (text or bytes) at the wheel's root (purelib),
+               entry_points: dict[str, dict[str, str]] | None = None, data: dict[str, str] | None = None,
+               requires: tuple[str, ...] = (), tag: str = "py3-none-any") -> Path:
+    """``name-version-TAG.whl`` in ``folder`` (``py3-none-any`` unless ``tag`` says otherwise,
+    e.g. ``cp311-cp311-win_amd64``): ``files`` (text or bytes) at the wheel's root (purelib),
     ``entry_points`` as {"console_scripts": {"ls": "pkg:main"}}, ``data`` under its .data folder
-    (executable, as scripts must be)."""
+    (executable, as scripts must be), ``requires`` as its Requires-Dist lines."""
     dist = f"{name}-{version}"
     members: dict[str, tuple[bytes, int]] = {
         rel: (text if isinstance(text, bytes) else text.encode(), 0o644)
@@ -34,12 +36,13 @@ def make_wheel(folder: Path, name: str, version: str = "1.0", *, files: dict[str
         members[f"{dist}.dist-info/entry_points.txt"] = ("".join(
             f"[{section}]\n" + "".join(f"{key} = {value}\n" for key, value in entries.items()) + "\n"
             for section, entries in entry_points.items()).encode(), 0o644)
-    members[f"{dist}.dist-info/METADATA"] = (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(), 0o644)
-    members[f"{dist}.dist-info/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: skillctl-tests\nRoot-Is-Purelib: true\n"
-                                          b"Tag: py3-none-any\n", 0o644)
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires)
+    members[f"{dist}.dist-info/METADATA"] = (metadata.encode(), 0o644)
+    members[f"{dist}.dist-info/WHEEL"] = (f"Wheel-Version: 1.0\nGenerator: skillctl-tests\nRoot-Is-Purelib: true\n"
+                                          f"Tag: {tag}\n".encode(), 0o644)
     record = "".join(f"{rel},{_record_hash(body)},{len(body)}\n" for rel, (body, _) in members.items())
     members[f"{dist}.dist-info/RECORD"] = ((record + f"{dist}.dist-info/RECORD,,\n").encode(), 0o644)
-    path = folder / f"{dist}-py3-none-any.whl"
+    path = folder / f"{dist}-{tag}.whl"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as whl:
         for rel, (body, mode) in members.items():
             info = zipfile.ZipInfo(rel, (2020, 1, 1, 0, 0, 0))
