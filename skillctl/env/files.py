@@ -3,7 +3,9 @@
 A file is kept at ``CACHE/env/files/<sha256>/<filename>`` only after its bytes hashed to the
 sha256 the resolution (or the lock) promised; a cached file is hashed again before each use, so
 a file changed on disk is refused like one changed on the server. Downloads go through a
-temporary name and a rename: an interrupted download never looks complete.
+temporary name and a rename: an interrupted download never looks complete. A file of an index
+given with credentials is fetched with them (``resolve.authenticated``); else requests reads
+``~/.netrc``.
 """
 
 from __future__ import annotations
@@ -58,12 +60,14 @@ def _bar(done: int, total: int | None, width: int = 24) -> str:
 def _download(want: Wanted, dest: Path, say: Progress, label: str) -> None:
     import requests
 
+    from skillctl.env.resolve import authenticated, scrub_text
+
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
     digest = hashlib.sha256()
     done = 0
     last = 0.0
     try:
-        with requests.get(want.url, stream=True, timeout=(10, 60)) as resp:
+        with requests.get(authenticated(want.url), stream=True, timeout=(10, 60)) as resp:
             if resp.status_code != 200:
                 raise EnvError(f"downloading {want.filename} from {want.url}: HTTP {resp.status_code}")
             with open(tmp, "wb") as fh:
@@ -88,7 +92,7 @@ def _download(want: Wanted, dest: Path, say: Progress, label: str) -> None:
             )
         os.replace(tmp, dest)
     except requests.RequestException as exc:
-        raise EnvError(f"downloading {want.filename} from {want.url} failed ({type(exc).__name__}: {exc})") from None
+        raise EnvError(f"downloading {want.filename} from {want.url} failed ({type(exc).__name__}: {scrub_text(str(exc))})") from None
     finally:
         if tmp.exists():
             tmp.unlink()

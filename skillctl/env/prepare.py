@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillctl.env.declare import Declarations, skill_declarations
-from skillctl.env.resolve import PackageFile, Resolution, check_requires_python, resolve, uv_binary, uv_version
+from skillctl.env.resolve import IndexOption, PackageFile, Resolution, check_requires_python, resolve, uv_binary, uv_version
 from skillctl.env.target import Target, probe_image
 from skillctl.errors import EnvError
 
@@ -45,10 +45,20 @@ class Environment:
         return {
             "target": self.target.to_dict(),
             "index_url": self.python.index_url,
+            **index_fields(self.python),
             "declared": self.declarations.to_dict(),
             "python": [f.to_dict() for f in self.python.files],
             "debian": [d.to_dict() for d in self.debian],
         }
+
+
+def index_fields(python: Resolution) -> dict[str, Any]:
+    """``extra_index_urls`` and ``indexes`` (pinned) of a resolution, when it used more than
+    ``index_url`` (no credentials: ``Indexes`` never holds them)."""
+    where = python.indexes
+    if where is None:
+        return {}
+    return {"extra_index_urls": list(where.extra), "indexes": [p.to_dict() for p in where.pinned]}
 
 
 def digest_of(doc: Any) -> str:
@@ -76,7 +86,7 @@ def resolve_environment(
     decl: Declarations,
     target: Target,
     *,
-    index: str | None = None,
+    index: IndexOption = None,
     allow_sdist: bool = False,
     refresh: bool = False,
     base_image: str = "",
@@ -86,10 +96,10 @@ def resolve_environment(
 ) -> Environment:
     builder = None
     if allow_sdist:
-        from skillctl.env.resolve import index_url
+        from skillctl.env.resolve import invocation_indexes
         from skillctl.env.sdist import SdistBuilder
 
-        builder = SdistBuilder(client, base_image, target, index_url(index), progress=progress)
+        builder = SdistBuilder(client, base_image, target, invocation_indexes(decl, index), progress=progress)
     python = resolve(decl, target, index=index, allow_sdist=allow_sdist, builder=builder, refresh=refresh,
                      ignore_requires_python=ignore_requires_python, progress=progress)
     debian: tuple[Any, ...] = ()
@@ -130,7 +140,7 @@ def build_environment(env: Environment, client: Any, base_image: str, *, progres
         # here, in containers, from those hash-checked files.
         from skillctl.env.sdist import SdistBuilder
 
-        builder = SdistBuilder(client, base_image, env.target, env.python.index_url, progress=progress)
+        builder = SdistBuilder(client, base_image, env.target, env.python.index_list(), progress=progress)
         for sdist in env.python.sdists:
             path, sha = builder.wheel_for(sdist)
             wheels.append(EnvFile(path, sha, sdist.pin))
@@ -162,7 +172,7 @@ def environment_image(
     base_image: str,
     project: Declarations | None = None,
     locked: Environment | None = None,
-    index: str | None = None,
+    index: IndexOption = None,
     allow_sdist: bool = False,
     client: Any = None,
     bundles: Mapping[str, Any] | None = None,
@@ -221,7 +231,7 @@ def lock_environment(
     lock_path: Any,
     *,
     base_image: str,
-    index: str | None = None,
+    index: IndexOption = None,
     allow_sdist: bool = False,
     client: Any = None,
     ignore_requires_python: Collection[str] = (),
@@ -272,7 +282,7 @@ def locked_environment(section: Any, lock_path: Any, *, progress: Progress | Non
 
 
 def run_image(skills: Sequence[Any], store: Any, base_image: str, *, lock_path: Any = None, lock_environment: Any = None,
-              project_environment: Any = None, index: str | None = None, allow_sdist: bool = False,
+              project_environment: Any = None, index: IndexOption = None, allow_sdist: bool = False,
               bundles: Mapping[str, Any] | None = None, ignore_requires_python: Collection[str] = (),
               progress: Progress | None = None) -> str:
     """The image ``skillctl run`` starts for ``skills``: with a lock (its ``environment``

@@ -53,7 +53,7 @@ from packaging.version import InvalidVersion, Version
 
 from skillctl.env.declare import Declarations, Declared
 from skillctl.env.files import Wanted, ensure_files
-from skillctl.env.resolve import PackageFile, resolve, run_uv, target_tags, uv_binary
+from skillctl.env.resolve import Indexes, PackageFile, authenticated, resolve, run_uv, target_tags, uv_binary
 from skillctl.env.simple import choose_sdist
 from skillctl.env.target import Target, cache_dir
 from skillctl.errors import EnvError, EnvIntegrityError
@@ -116,7 +116,7 @@ def _target_key(target: Target) -> str:
 class SdistBuilder:
     """Builds source distributions into wheels in throwaway containers of ``base_image``."""
 
-    def __init__(self, client: Any, base_image: str, target: Target, index: str, *,
+    def __init__(self, client: Any, base_image: str, target: Target, index: str | Indexes, *,
                  progress: Progress | None = None) -> None:
         self.client = client
         self.base_image = base_image
@@ -269,7 +269,7 @@ def _wanted(name: str, requirements: Sequence[Requirement], target: Target) -> S
     return spec
 
 
-def _next_sdist(stderr: str, built: dict[tuple[str, str], Path], lines: Sequence[str], index: str,
+def _next_sdist(stderr: str, built: dict[tuple[str, str], Path], lines: Sequence[str], index: str | Indexes,
                 target: Target) -> PackageFile | None:
     """The next source distribution to build, from uv's report of what has no usable wheel;
     None when uv's failure is of another kind or names only what was built already."""
@@ -292,11 +292,12 @@ def _next_sdist(stderr: str, built: dict[tuple[str, str], Path], lines: Sequence
             continue  # its newest allowed version is built; uv needs something no sdist here offers
         else:
             wanted = _wanted(name, known, target)
-        return choose_sdist(index, name, wanted, target)
+        where = index.for_package(name) if isinstance(index, Indexes) else index
+        return choose_sdist(authenticated(where), name, wanted, target)
     return None
 
 
-def resolve_with_sdists(lines: Sequence[str], target: Target, index: str, builder: SdistBuilder | None,
+def resolve_with_sdists(lines: Sequence[str], target: Target, index: str | Indexes, builder: SdistBuilder | None,
                         links: Path, say: Progress, *, max_builds: int = MAX_BUILDS) -> tuple[int, str, str]:
     """(exit status, pylock text, uv's stderr) of a resolution that may use sdists, each built
     in a container; the pylock names the sdists, not the wheels built here."""
@@ -337,6 +338,7 @@ def pylock_with_sdists(text: str, sdists: dict[tuple[str, str], PackageFile]) ->
         if sdist is None:
             continue
         pkg.pop("wheels", None)
+        pkg.pop("index", None)  # where uv saw the wheel (find-links); the sdist's index is filled in after
         entry: dict[str, Any] = {"name": sdist.filename, "url": sdist.url}
         if sdist.size:
             entry["size"] = sdist.size
