@@ -33,6 +33,7 @@ class PackageIndex:
                 if path.name.endswith((".whl", ".tar.gz")):
                     self.files[path.name] = path
         self.requests: list[str] = []
+        self.authorizations: list[str] = []  # the Authorization header of each request ("" without)
         self.attributes: dict[str, dict[str, str]] = {}
         self.unhashed: set[str] = set()
         index = self
@@ -47,6 +48,7 @@ class PackageIndex:
 
             def do_GET(self) -> None:
                 index.requests.append(self.path)
+                index.authorizations.append(self.headers.get("Authorization") or "")
                 parts = [p for p in self.path.split("?")[0].split("/") if p]
                 if parts == ["simple"]:
                     names = sorted({project_of(f) for f in index.files})

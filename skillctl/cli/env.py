@@ -14,6 +14,13 @@ index_option = click.option(
     help="Package index (PEP 503 simple API) to resolve from. Env: SKILLCTL_INDEX_URL; "
     "else UV_INDEX_URL or PIP_INDEX_URL; else PyPI.",
 )
+extra_index_option = click.option(
+    "--extra-index-url", "extra_index", multiple=True, envvar="SKILLCTL_EXTRA_INDEX_URL", metavar="URL",
+    help="Another package index; repeatable. As uv does, extra indexes are searched before --index-url and a "
+    "package comes from the first index that has it; skills.yaml environment.indexes can pin packages to one "
+    "index. Credentials (https://user:token@host/…) are never printed nor locked. Env: SKILLCTL_EXTRA_INDEX_URL "
+    "(space-separated).",
+)
 sdist_option = click.option(
     "--allow-sdist", is_flag=True,
     help="Accept source distributions where no wheel fits; they are built into wheels in a throwaway, "
@@ -103,8 +110,8 @@ def resolving_command(extra: click.Option):
     """Arguments and options shared by the commands that resolve an environment."""
     def wrap(f):
         for decorate in reversed([click.argument("refs", nargs=-1), _req_option, _lock_option, extra, index_option,
-                                  sdist_option, image_option, ignore_python_option, registry_option, format_option,
-                                  library_errors]):
+                                  extra_index_option, sdist_option, image_option, ignore_python_option, registry_option,
+                                  format_option, library_errors]):
             f = decorate(f)
         return f
 
@@ -113,10 +120,13 @@ def resolving_command(extra: click.Option):
 
 @env_group.command("show")
 @resolving_command(click.option("--no-resolve", is_flag=True, help="Only list what is declared (no index, no Docker)."))
-def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, ignore_requires_python, registry_url, fmt) -> None:
+def show(refs, req_path, lock_path, no_resolve, index, extra_index, allow_sdist, image, ignore_requires_python, registry_url, fmt) -> None:
     """What REFs (skill folders or registry references) declare, merged in order, and what it
-    resolves to: exact versions with the sha256 of every file."""
+    resolves to: exact versions with the sha256 of every file, each with the index it came from.
+    JSON: {target, index_url, declared, python, debian} (plus extra_index_urls and indexes when
+    more than one index is used); target and index_url are null with --no-resolve."""
     from skillctl.env.prepare import resolve_environment
+    from skillctl.env.resolve import indexes
     from skillctl.env.target import probe_image
     from skillctl.sandbox.client import docker_client
 
@@ -125,11 +135,12 @@ def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, ignor
         decl, doc = env.declarations, env.to_dict()
     else:
         decl = _declarations(refs, registry_url, req_path)
-        doc = {"declared": decl.to_dict()}
-        if not no_resolve and not decl.empty:
+        # The same keys whatever is declared: with --no-resolve the target is not asked (null).
+        doc = {"target": None, "index_url": None, "declared": decl.to_dict(), "python": [], "debian": []}
+        if not no_resolve:
             base = _base_image(image)
             client = docker_client()
-            env = resolve_environment(decl, probe_image(client, base), index=index, allow_sdist=allow_sdist,
+            env = resolve_environment(decl, probe_image(client, base), index=indexes(index, extra_index), allow_sdist=allow_sdist,
                                       base_image=base, client=client,
                                       ignore_requires_python=_ignored(ignore_requires_python, req_path), progress=progress)
             doc = env.to_dict()
@@ -144,7 +155,7 @@ def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, ignor
         click.echo(f"python  {d.requirement:<32} {d.owner}: {d.source}")
     for d in decl.debian:
         click.echo(f"debian  {d.requirement:<32} {d.owner}: {d.source}")
-    if "python" in doc:
+    if doc["target"] is not None and not decl.empty:
         target = doc["target"]
         click.echo(f"resolved for Python {target['python']} ({target['machine']}, {target['libc']}) from {doc['index_url']}:")
         for f in doc["python"]:
@@ -155,9 +166,10 @@ def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, image, ignor
 
 @env_group.command("build")
 @resolving_command(click.option("--force", is_flag=True, help="Rebuild even when an image for this environment exists."))
-def build(refs, req_path, lock_path, force, index, allow_sdist, image, ignore_requires_python, registry_url, fmt) -> None:
+def build(refs, req_path, lock_path, force, index, extra_index, allow_sdist, image, ignore_requires_python, registry_url, fmt) -> None:
     """Resolve, download (hash-checked) and build the environment image; print its tag."""
     from skillctl.env.prepare import build_environment, resolve_environment
+    from skillctl.env.resolve import indexes
     from skillctl.env.target import probe_image
     from skillctl.errors import EnvError
     from skillctl.sandbox.client import docker_client
@@ -172,7 +184,7 @@ def build(refs, req_path, lock_path, force, index, allow_sdist, image, ignore_re
                            f"but {base} has Python {target.python} on {target.uv_platform}; run skillctl lock again")
     else:
         decl = _declarations(refs, registry_url, req_path)
-        env = resolve_environment(decl, probe_image(client, base), index=index, allow_sdist=allow_sdist,
+        env = resolve_environment(decl, probe_image(client, base), index=indexes(index, extra_index), allow_sdist=allow_sdist,
                                   base_image=base, client=client,
                                   ignore_requires_python=_ignored(ignore_requires_python, req_path), progress=progress)
     tag = build_environment(env, client, base, progress=progress, force=force)

@@ -45,9 +45,9 @@ class RunSpec:
       registry; opened only when there are skills to load.
     - ``sandbox``: ``docker`` or ``local`` (needs ``allow_unsafe_local``); ``image``: the image
       (default: the agent image, built if missing) that the skills' environment is layered on
-      (``index_url``, ``allow_sdist``: where its packages come from; ``ignore_requires_python``:
-      skills whose ``requires-python`` is not held against the image, added to the lock's and
-      skills.yaml's lists); ``sandbox_settings``:
+      (``index_url``, ``extra_index_urls``, ``allow_sdist``: where its packages come from;
+      ``ignore_requires_python``: skills whose ``requires-python`` is not held against the image,
+      added to the lock's and skills.yaml's lists); ``sandbox_settings``:
       backend settings, e.g. ``{"memory": "4g", "cpus": 2}`` for docker.
     - ``inputs`` are staged into the workspace; ``output_dir`` receives the workspace afterwards;
       ``memory``: long-term memory, a NAME (kept in the user data folder) or a folder path.
@@ -86,6 +86,7 @@ class RunSpec:
     allow_unsafe_local: bool = False
     image: str | None = None
     index_url: str | None = None
+    extra_index_urls: Sequence[str] = ()
     allow_sdist: bool = False
     ignore_requires_python: Sequence[str] = ()
     sandbox_settings: Mapping[str, Any] = field(default_factory=dict)
