@@ -258,9 +258,11 @@ def prune(everything, bases, lock_paths, keep_within, dry_run, image, fmt) -> No
     lock pins (--lock, else ./skills.lock); one built less than --keep-within ago (a run may be
     about to start it); and, without --all, one built on the current agent image (--image, else
     the one `skillctl image build` makes) — later runs may reuse it. Images built on any other
-    agent image go. JSON: {dry_run, removed: [{id, tags, packages, reason}], kept: [...]}.
+    agent image go. Parts (skillctl-env-part:…, what environment images are assembled from) go when
+    no environment image that stays lists them and they are older than --keep-within. JSON:
+    {dry_run, removed: [{id, tags, packages, reason}], kept: [...], parts: {removed: [...], kept: [...]}}.
     """
-    from skillctl.env.images import apply_prune, image_id, locked_files, plan_prune
+    from skillctl.env.images import apply_prune, image_id, locked_files, plan_part_prune, plan_prune
     from skillctl.project.lock import read_lock
     from skillctl.env.resolve import uv_binary, uv_version
     from skillctl.sandbox.client import docker_client
@@ -280,17 +282,22 @@ def prune(everything, bases, lock_paths, keep_within, dry_run, image, fmt) -> No
                       locks=locked_files([(p, read_lock(p).environment) for p in paths]), keep_within_s=keep_within, everything=everything,
                       uv=uv_version(uv_binary()))
     done = plan if dry_run else apply_prune(client, plan)
+    part_plan = plan_part_prune(client, done, bases=[image_id(client, b) for b in bases], keep_within_s=keep_within)
+    parts = part_plan if dry_run else apply_prune(client, part_plan)
     removed = [d for d in done if d.remove]
     kept = [d for d in done if not d.remove]
     if fmt == "json":
-        emit_json({"dry_run": dry_run, "removed": [d.to_dict() for d in removed], "kept": [d.to_dict() for d in kept]})
+        emit_json({"dry_run": dry_run, "removed": [d.to_dict() for d in removed], "kept": [d.to_dict() for d in kept],
+                   "parts": {"removed": [d.to_dict() for d in parts if d.remove],
+                             "kept": [d.to_dict() for d in parts if not d.remove]}})
         return
     verb = "would remove" if dry_run else "removed"
-    for d in removed:
+    for d in removed + [d for d in parts if d.remove]:
         click.echo(f"{verb} {', '.join(d.image.tags) or d.image.id[:19]}: {d.reason}")
-    for d in kept:
+    for d in kept + [d for d in parts if not d.remove]:
         click.echo(f"kept {', '.join(d.image.tags) or d.image.id[:19]}: {d.reason}")
-    click.echo(f"{verb} {len(removed)} environment image(s), kept {len(kept)}")
+    click.echo(f"{verb} {len(removed)} environment image(s), kept {len(kept)}; parts: {verb} "
+               f"{sum(d.remove for d in parts)}, kept {sum(not d.remove for d in parts)}")
 
 
 @env_group.command("infer")

@@ -144,7 +144,8 @@ def build_environment(env: Environment, client: Any, base_image: str, *, progres
         for sdist in env.python.sdists:
             path, sha = builder.wheel_for(sdist)
             wheels.append(EnvFile(path, sha, sdist.pin))
-    return build_env_image(client, base, digest, wheels, debs, uv_bin=uv, progress=progress, force=force)
+    return build_env_image(client, base, digest, wheels, debs, uv_bin=uv, progress=progress, force=force,
+                           uv=uv_version(uv))
 
 
 def covers(files: Sequence[PackageFile], decl: Declarations, target: Target) -> list[str]:

@@ -109,8 +109,9 @@ def own_env_images(docker_client):
     """Remove, after the test, the environment images it built from one-off packages (and only
     those: other images on the shared engine are left alone). Listed in one call, labels
     included: inspecting each image in turn fails when another session removes one meanwhile."""
-    def env_images():
-        return docker_client.api.images(filters={"label": "org.skillctl.env"})
+    def env_images():  # environment images and the parts they are assembled from
+        return (docker_client.api.images(filters={"label": "org.skillctl.env"})
+                + docker_client.api.images(filters={"label": "org.skillctl.env.part"}))
 
     before = {i["Id"] for i in env_images()}
     yield
