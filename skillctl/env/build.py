@@ -145,7 +145,7 @@ def find_env_image(client: Any, digest: str) -> Any | None:
     return max(images, key=lambda i: i.attrs.get("Created", "")) if images else None
 
 
-def partition(wheels: Sequence[EnvFile], *, buckets: int = BUCKETS, alone_above: int = ALONE_ABOVE) -> list[list[EnvFile]]:
+def partition(wheels: Sequence[EnvFile], *, buckets: int = BUCKETS, alone_above: float = ALONE_ABOVE) -> list[list[EnvFile]]:
     """The wheels in parts that stay the same when other packages come and go: a large wheel
     alone, the others by a hash of their distribution name (not of the version: an upgrade of
     one small package reinstalls its bucket only). Parts in a stable order, empty ones left out."""
@@ -215,7 +215,7 @@ def build_env_image(
     force: bool = False,
     uv: str = "",
     buckets: int = BUCKETS,
-    alone_above: int = ALONE_ABOVE,
+    alone_above: float = ALONE_ABOVE,
 ) -> str:
     """Build the environment image ``digest`` from these verified files on ``base``: each part
     of the wheels (``partition``) found or built as its image, then the image from the parts.
