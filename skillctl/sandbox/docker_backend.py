@@ -149,6 +149,7 @@ class DockerSandbox:
             tmpfs_volume("/skills", self.settings.skills_size, "mode=0755,uid=0,gid=0"),
             tmpfs_volume(self.settings.workdir, self.settings.workspace_size, f"mode=0755,uid={uid},gid={gid}"),
             tmpfs_volume("/tmp", self.settings.tmp_size, "mode=1777"),
+            tmpfs_volume(self.settings.home, self.settings.home_size, f"mode=0700,uid={uid},gid={gid}"),
         ] + [
             tmpfs_volume(d, self.settings.extra_dir_size, f"mode=0755,uid={uid},gid={gid}") for d in self.settings.extra_dirs
         ]
@@ -193,7 +194,7 @@ class DockerSandbox:
                 # The init and the keep-alive; commands run as ``s.user`` (see ``exec``).
                 user=s.keepalive_user,
                 working_dir=s.workdir,
-                environment=dict(s.env),
+                environment={"HOME": s.home, **dict(s.env)},
                 network_mode=s.network,
                 dns=list(s.dns) or None,
                 cap_drop=["ALL"],
@@ -269,7 +270,7 @@ class DockerSandbox:
         s = self.settings
         argv = [SUPERVISOR, *(["--keep-background"] if s.keep_background else []), "--",
                 TIMEOUT, "-k", _seconds(s.kill_after_s), _seconds(timeout_s), SH, "-c", command]
-        environment = dict(s.env)
+        environment = {"HOME": s.home, **dict(s.env)}  # the image says /workspace: the agent's is its own
         environment.update(env or {})
         api = self.client.api
         try:
