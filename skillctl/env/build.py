@@ -78,7 +78,8 @@ BUILD_USER = "65534:65534"
 _PART_DOCKERFILE = """\
 ARG BASE
 FROM ${{BASE}} AS install
-LABEL {stage_label}={digest}
+ARG BASE
+LABEL {stage_label}={digest} {base_label}=${{BASE}}
 USER 0:0
 COPY uv /tmp/skillctl-build/uv
 COPY wheels/ /tmp/skillctl-build/wheels/
@@ -175,7 +176,8 @@ def _part_context(tmp: Path, wheels: Sequence[EnvFile], uv_bin: str, digest: str
     (tmp / "requirements.txt").write_text("\n".join(sorted(lines)) + "\n", "utf-8")
     shutil.copyfile(uv_bin, tmp / "uv")
     (tmp / "uv").chmod(0o755)
-    (tmp / "Dockerfile").write_text(_PART_DOCKERFILE.format(venv=VENV, stage_label=LABEL_STAGE, digest=digest,
+    (tmp / "Dockerfile").write_text(_PART_DOCKERFILE.format(venv=VENV, stage_label=LABEL_STAGE, base_label=LABEL_BASE,
+                                                            digest=digest,
                                                             build_user=BUILD_USER, python3=PYTHON3), "utf-8")
 
 

@@ -138,8 +138,8 @@ def plan_prune(
     out = []
     for stage in list_images(client, {"label": LABEL_STAGE, "dangling": True}):
         leftover = _env_image(stage, LABEL_STAGE)
-        if bases and leftover.env not in in_scope:
-            continue
+        if bases and leftover.env not in in_scope and leftover.base not in bases:
+            continue  # a part's stage carries the agent image it was built on
         if leftover.id in used:
             out.append(Decision(leftover, False, f"build stage in use by container {used[leftover.id]}"))
         elif leftover.age_s(now) < keep_within_s:
