@@ -81,9 +81,14 @@ def _remember(url: str) -> str:
 
 def authenticated(url: str) -> str:
     """``url`` with the credentials of the index URL it lies under, when this process was given
-    one with credentials; else ``url`` (requests and uv then read ``~/.netrc``)."""
+    one with credentials (an option, or ``SKILLCTL_INDEX_URL``/``SKILLCTL_EXTRA_INDEX_URL``…);
+    else ``url`` (requests and uv then read ``~/.netrc``)."""
     if scrub(url) != url:
         return url
+    for value in (os.environ.get("SKILLCTL_INDEX_URL"), os.environ.get("UV_INDEX_URL"), os.environ.get("PIP_INDEX_URL"),
+                  *_env_extra_urls()):
+        if value:  # a locked run resolves nothing: its downloads find credentials here too
+            _remember(value.rstrip("/"))
     best = ""
     for clean in _CREDENTIALS:
         if (url == clean or url.startswith(clean + "/")) and len(clean) > len(best):

@@ -18,6 +18,7 @@ from skillctl.env.declare import Declarations, Declared, project_declarations
 from skillctl.env.files import Wanted, ensure_files
 from skillctl.env.lock import environment_from_section, environment_section
 from skillctl.env.prepare import Environment
+from skillctl.env import resolve as resolve_module
 from skillctl.env.resolve import indexes, resolve
 from skillctl.errors import EnvError
 
@@ -88,7 +89,8 @@ def test_extra_indexes_are_searched_first_and_each_package_records_where_it_came
     assert res.indexes.extra == (second.url,) and SECRET not in res.pylock
 
 
-def test_credentials_of_an_index_are_sent_with_its_downloads_and_never_shown(two_indexes, cache):
+def test_credentials_of_an_index_are_sent_with_its_downloads_and_never_shown(two_indexes, cache, tmp_path,
+                                                                            monkeypatch):
     first, second = two_indexes
     res = resolve(Declarations((Declared("onlyfirst", "a", "x"),)), TARGET, index=with_credentials(first.url))
     (f,) = res.files
@@ -97,6 +99,13 @@ def test_credentials_of_an_index_are_sent_with_its_downloads_and_never_shown(two
     ensure_files([Wanted(f.filename, f.url, f.sha256, f.size)])
     sent = first.authorizations[before:]
     assert sent and all(base64.b64decode(a.split()[1]).decode() == f"user:{SECRET}" for a in sent)
+    # A locked run resolves nothing: its downloads take the credentials from the environment.
+    monkeypatch.setattr(resolve_module, "_CREDENTIALS", {})
+    monkeypatch.setenv("SKILLCTL_EXTRA_INDEX_URL", with_credentials(first.url))
+    monkeypatch.setenv("SKILLCTL_CACHE_DIR", str(tmp_path / "fresh"))
+    before = len(first.requests)
+    ensure_files([Wanted(f.filename, f.url, f.sha256, f.size)])
+    assert first.authorizations[before:] and all(a for a in first.authorizations[before:])
 
 
 def test_a_failed_resolution_does_not_print_the_credentials(two_indexes, cache):
