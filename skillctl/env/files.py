@@ -36,7 +36,7 @@ class Wanted:
     size: int | None = None
 
 
-def _hash_file(path: Path) -> str:
+def hash_file(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -109,7 +109,7 @@ def ensure_files(wanted: Sequence[Wanted], *, progress: Progress | None = None) 
     for n, want in enumerate(wanted, 1):
         path = cached_path(want)
         if path.is_file():
-            actual = _hash_file(path)
+            actual = hash_file(path)
             if actual != want.sha256:
                 raise EnvIntegrityError(
                     f"cached {path} has sha256 {actual[:16]}…, but {want.sha256[:16]}… is pinned; delete it and retry"

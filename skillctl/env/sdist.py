@@ -54,7 +54,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from skillctl.env.declare import Declarations, Declared
-from skillctl.env.files import Wanted, ensure_files
+from skillctl.env.files import Wanted, ensure_files, hash_file
 from skillctl.env.resolve import Indexes, PackageFile, authenticated, resolve, run_uv, target_tags, uv_binary
 from skillctl.env.simple import choose_sdist
 from skillctl.env.target import Target, cache_dir
@@ -165,7 +165,7 @@ class SdistBuilder:
             return None
         wheel = wheels[0]
         recorded = (folder / "sha256").read_text("utf-8").strip() if (folder / "sha256").is_file() else ""
-        actual = _hash(wheel.read_bytes())
+        actual = hash_file(wheel)  # read in chunks: a built wheel can be large
         if actual != recorded:
             raise EnvIntegrityError(
                 f"the wheel built from {sdist.filename} ({wheel}) has sha256 {actual[:16]}…, not the {recorded[:16]}… "
