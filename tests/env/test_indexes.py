@@ -164,3 +164,23 @@ def _add_requires(wheel, requirement: str) -> None:
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
         for info, data in members.values():
             zf.writestr(info, data)
+
+
+@pytest.mark.requires_docker
+def test_env_show_takes_extra_indexes_and_the_skills_yaml_pins_and_prints_no_credentials(two_indexes, tmp_path,
+                                                                                          agent_image, monkeypatch):
+    first, second = two_indexes
+    monkeypatch.setenv("SKILLCTL_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "skills.yaml").write_text(json.dumps({"skills": {}, "environment": {
+        "python": ["pinpkg", "onlyfirst"], "indexes": [{"url": second.url, "packages": ["pinpkg"]}]}}))
+    result = CliRunner().invoke(cli, [
+        "env", "show", "--requirements", str(tmp_path / "skills.yaml"), "--image", agent_image,
+        "--index-url", with_credentials(first.url), "--extra-index-url", with_credentials(second.url),
+        "--format", "json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert SECRET not in result.stdout + result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["index_url"] == first.url and doc["extra_index_urls"] == [second.url]
+    assert doc["indexes"] == [{"url": second.url, "packages": ["pinpkg"]}]
+    assert {f["name"]: (f["version"], f["index"]) for f in doc["python"]} == {
+        "pinpkg": ("1.0", second.url), "onlyfirst": ("1.0", first.url)}
