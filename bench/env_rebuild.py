@@ -57,7 +57,10 @@ def main() -> int:
     uv = uv_binary()
     salt = f"{uv_version(uv)} bench-rebuild-{os.getpid()}-{time.time()}"  # nothing shared with real builds
     built: list[str] = []
-    figures: dict[str, tuple[float, float, int]] = {}
+    figures: dict[str, tuple[float, float]] = {}
+    first: list = []
+    second: list = []
+    recipes = (("one part", {"buckets": 1, "alone_above": float("inf")}), ("parts", {}))
     try:
         os.environ["SKILLCTL_CACHE_DIR"] = str(root / "cache")
         with PackageIndex(wheels) as index:
@@ -70,7 +73,7 @@ def main() -> int:
                 return [EnvFile(p, f.sha256, f.pin) for p, f in zip(paths, env.python.wheels)]
 
             first, second = files_of(BASE_SET), files_of(BASE_SET + (ADDED,))
-            for label, options in (("one part", {"buckets": 1, "alone_above": float("inf")}), ("parts", {})):
+            for label, options in recipes:
                 times = []
                 for files, force in ((first, True), (second, False)):
                     mode_salt = f"{salt} {label}"
@@ -79,7 +82,7 @@ def main() -> int:
                     built.append(build_env_image(client, base, digest, files, [], uv_bin=uv, uv=mode_salt,
                                                  force=force, progress=lambda line: None, **options))
                     times.append(time.perf_counter() - started)
-                figures[label] = (times[0], times[1], 0)
+                figures[label] = (times[0], times[1])
                 print(f"{label}: cold {times[0]:.1f} s, rebuild with {ADDED} added {times[1]:.1f} s", flush=True)
     finally:
         for tag in built:
@@ -89,8 +92,8 @@ def main() -> int:
                 pass
         from skillctl.env.build import part_hash, partition  # the parts this run made: its salt is in their hash
 
-        for files in (locals().get("first", []), locals().get("second", [])):
-            for label, options in (("one part", {"buckets": 1, "alone_above": float("inf")}), ("parts", {})):
+        for files in (first, second):
+            for label, options in recipes:
                 for part in partition(files, **options):
                     try:
                         client.images.remove(f"skillctl-env-part:{part_hash(base.id, part, f'{salt} {label}')[:12]}",
@@ -99,8 +102,8 @@ def main() -> int:
                         pass
         shutil.rmtree(root, ignore_errors=True)
     print(f"wheels: {len(first)} for {', '.join(BASE_SET)}; {len(second)} with {ADDED}")
-    one_cold, one_rebuild, _ = figures["one part"]
-    cold, rebuild, _ = figures["parts"]
+    one_cold, one_rebuild = figures["one part"]
+    cold, rebuild = figures["parts"]
     print(f"rebuild_ratio_one_part={one_rebuild / one_cold:.2f}")
     print(f"rebuild_ratio={rebuild / cold:.2f}")
     return 0
