@@ -60,7 +60,10 @@ _CREDENTIALS: dict[str, str] = {}  # scheme://host:port/path (scrubbed) -> the U
 
 def scrub(url: str) -> str:
     """``url`` without ``user:password@``: what may be printed, cached or locked."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not a URL urllib can read ("http://[::1"): uv refuses it later, in one line
+        return scrub_text(url)
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
@@ -94,12 +97,12 @@ def authenticated(url: str) -> str:
         if (url == clean or url.startswith(clean + "/")) and len(clean) > len(best):
             best = clean
     if not best:  # a file of that index, on the same host (/files/… beside /simple)
-        host = urlsplit(url)[:2]
-        best = next((c for c in _CREDENTIALS if urlsplit(c)[:2] == host), "")
-        if not best:
+        try:
+            parts = urlsplit(url)
+            best = next((c for c in _CREDENTIALS if urlsplit(c)[:2] == parts[:2]), "")
+            return urlunsplit(parts._replace(netloc=urlsplit(_CREDENTIALS[best]).netloc)) if best else url
+        except ValueError:
             return url
-        parts = urlsplit(url)
-        return urlunsplit(parts._replace(netloc=urlsplit(_CREDENTIALS[best]).netloc))
     return _CREDENTIALS[best] + url[len(best):]
 
 

@@ -184,3 +184,10 @@ def test_env_show_takes_extra_indexes_and_the_skills_yaml_pins_and_prints_no_cre
     assert doc["indexes"] == [{"url": second.url, "packages": ["pinpkg"]}]
     assert {f["name"]: (f["version"], f["index"]) for f in doc["python"]} == {
         "pinpkg": ("1.0", second.url), "onlyfirst": ("1.0", first.url)}
+
+
+def test_scrubbing_never_fails_on_a_url_urllib_cannot_read():
+    from skillctl.env.resolve import authenticated, scrub
+
+    assert scrub("http://user:pw@[::1") == "http://[::1" and scrub("oci://[::1") == "oci://[::1"
+    assert authenticated("oci://[::1") == "oci://[::1"
