@@ -36,6 +36,7 @@ class PackageIndex:
                 if path.name.endswith((".whl", ".tar.gz")):
                     self.files[path.name] = path
         self.requests: list[str] = []
+        self.authorizations: list[str] = []  # the Authorization header of each request ("" without)
         self.attributes: dict[str, dict[str, str]] = {}
         self.unhashed: set[str] = set()
         self.ranges = True
@@ -51,6 +52,7 @@ class PackageIndex:
 
             def do_GET(self) -> None:
                 index.requests.append(self.path)
+                index.authorizations.append(self.headers.get("Authorization") or "")
                 parts = [p for p in self.path.split("?")[0].split("/") if p]
                 if parts == ["simple"]:
                     names = sorted({project_of(f) for f in index.files})

@@ -312,6 +312,23 @@ def test_hard_links_setuid_files_and_special_files_in_the_output(env, tmp_path, 
 
 
 @pytest.mark.requires_docker
+def test_the_agents_home_is_outside_the_workspace_and_its_caches_never_come_back(env, tmp_path, agent_image):
+    # HOME was /workspace: onnxruntime's ~/.cache/… came back with --output.
+    steps = [{"shell": ["mkdir -p ~/.cache/onnxruntime ~/.config && echo model > ~/.cache/onnxruntime/m.bin"
+                        " && echo cfg > ~/.config/tool.ini && head -c 1000000 /dev/zero > ~/.cache/big"
+                        " && python3 -c 'import os; print(os.path.expanduser(\"~\"))' > result.txt"
+                        " && stat -c '%a %u' \"$HOME\" >> result.txt && cat ~/.cache/onnxruntime/m.bin >> result.txt"]},
+             {"answer": "done"}]
+    out = tmp_path / "out"
+    result = invoke(env, "run", "--model", script(tmp_path, steps), "--transcript", str(tmp_path / "t.jsonl"),
+                    "--output", str(out), "--format", "json", "Cache.")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["outputs"] == ["result.txt"]
+    assert sorted(p.name for p in out.iterdir()) == ["result.txt"]
+    assert (out / "result.txt").read_text() == "/home/agent\n700 1000\nmodel\n"
+
+
+@pytest.mark.requires_docker
 def test_too_many_files_in_the_output_keeps_the_answer(env, tmp_path, agent_image):
     steps = [{"shell": ["mkdir many && cd many && seq 1 10001 | xargs touch"]}, {"answer": "the answer"}]
     out = tmp_path / "out"

@@ -14,6 +14,13 @@ index_option = click.option(
     help="Package index (PEP 503 simple API) to resolve from. Env: SKILLCTL_INDEX_URL; "
     "else UV_INDEX_URL or PIP_INDEX_URL; else PyPI.",
 )
+extra_index_option = click.option(
+    "--extra-index-url", "extra_index", multiple=True, envvar="SKILLCTL_EXTRA_INDEX_URL", metavar="URL",
+    help="Another package index; repeatable. As uv does, extra indexes are searched before --index-url and a "
+    "package comes from the first index that has it; skills.yaml environment.indexes can pin packages to one "
+    "index. Credentials (https://user:token@host/…) are never printed nor locked. Env: SKILLCTL_EXTRA_INDEX_URL "
+    "(space-separated).",
+)
 sdist_option = click.option(
     "--allow-sdist", is_flag=True,
     help="Accept source distributions where no wheel fits; they are built into wheels in a throwaway, "
@@ -128,9 +135,8 @@ def resolving_command(extra: click.Option):
     """Arguments and options shared by the commands that resolve an environment."""
     def wrap(f):
         for decorate in reversed([click.argument("refs", nargs=-1), _req_option, _lock_option, extra, index_option,
-                                  sdist_option, isolate_option, image_option, ignore_python_option, registry_option,
-                                  format_option,
-                                  library_errors]):
+                                  extra_index_option, sdist_option, isolate_option, image_option, ignore_python_option,
+                                  registry_option, format_option, library_errors]):
             f = decorate(f)
         return f
 
@@ -139,17 +145,20 @@ def resolving_command(extra: click.Option):
 
 @env_group.command("show")
 @resolving_command(click.option("--no-resolve", is_flag=True, help="Only list what is declared (no index, no Docker)."))
-def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, isolate, image, ignore_requires_python, registry_url,
-         fmt) -> None:
+def show(refs, req_path, lock_path, no_resolve, index, extra_index, allow_sdist, isolate, image, ignore_requires_python,
+         registry_url, fmt) -> None:
     """What REFs (skill folders or registry references) declare, merged in order, and what it
-    resolves to: exact versions with the sha256 of every file; the skills with a venv of their
-    own and theirs; every package the merge holds below what a skill alone gets. Once resolved,
-    every import of the skills' scripts is checked against what the resolved wheels provide
-    (their file lists, read from the cache or by HTTP Range requests, else downloaded): each one
-    that none provides is a located warning on stderr and in JSON's `checks` list ({owner, file,
-    line, module, distribution, resolved, message}). JSON also: isolated [{skill, venv, python}],
-    downgrades [{skill, package, alone, merged, held_by}]."""
+    resolves to: exact versions with the sha256 of every file, each with the index it came from;
+    the skills with a venv of their own and theirs; every package the merge holds below what a
+    skill alone gets. Once resolved, every import of the skills' scripts is checked against what
+    the resolved wheels provide (their file lists, read from the cache or by HTTP Range requests,
+    else downloaded): each one that none provides is a located warning on stderr and in JSON's
+    `checks` list ({owner, file, line, module, distribution, resolved, message}). JSON: {target,
+    index_url, declared, python, debian} (plus extra_index_urls and indexes when more than one
+    index is used; target and index_url are null with --no-resolve), isolated [{skill, venv,
+    python}], downgrades [{skill, package, alone, merged, held_by}]."""
     from skillctl.env.prepare import check_environment, resolve_environment
+    from skillctl.env.resolve import indexes
     from skillctl.env.target import probe_image
     from skillctl.sandbox.client import docker_client
 
@@ -162,11 +171,12 @@ def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, isolate, ima
             progress(f"warning: {d.message()}")
     else:
         decl = _declarations(refs, registry_url, req_path, imports)
-        doc = {"declared": decl.to_dict()}
-        if not no_resolve and not decl.empty:
+        # The same keys whatever is declared: with --no-resolve the target is not asked (null).
+        doc = {"target": None, "index_url": None, "declared": decl.to_dict(), "python": [], "debian": []}
+        if not no_resolve:
             base = _base_image(image)
             client = docker_client()
-            env = resolve_environment(decl, probe_image(client, base), index=index, allow_sdist=allow_sdist,
+            env = resolve_environment(decl, probe_image(client, base), index=indexes(index, extra_index), allow_sdist=allow_sdist,
                                       base_image=base, client=client,
                                       ignore_requires_python=_ignored(ignore_requires_python, req_path), progress=progress,
                                       isolation=_isolation(req_path, isolate))
@@ -183,7 +193,7 @@ def show(refs, req_path, lock_path, no_resolve, index, allow_sdist, isolate, ima
         click.echo(f"python  {d.requirement:<32} {d.owner}: {d.source}")
     for d in decl.debian:
         click.echo(f"debian  {d.requirement:<32} {d.owner}: {d.source}")
-    if "python" in doc:
+    if doc["target"] is not None and not decl.empty:
         target = doc["target"]
         click.echo(f"resolved for Python {target['python']} ({target['machine']}, {target['libc']}) from {doc['index_url']}:")
         for f in doc["python"]:
@@ -227,10 +237,11 @@ def _echo_libraries(found: list) -> None:
 
 @env_group.command("build")
 @resolving_command(click.option("--force", is_flag=True, help="Rebuild even when an image for this environment exists."))
-def build(refs, req_path, lock_path, force, index, allow_sdist, isolate, image, ignore_requires_python, registry_url,
-          fmt) -> None:
+def build(refs, req_path, lock_path, force, index, extra_index, allow_sdist, isolate, image, ignore_requires_python,
+          registry_url, fmt) -> None:
     """Resolve, download (hash-checked) and build the environment image; print its tag."""
     from skillctl.env.prepare import build_environment, resolve_environment
+    from skillctl.env.resolve import indexes
     from skillctl.env.target import probe_image
     from skillctl.errors import EnvError
     from skillctl.sandbox.client import docker_client
@@ -248,7 +259,7 @@ def build(refs, req_path, lock_path, force, index, allow_sdist, isolate, image, 
             progress(f"warning: {d.message()}")
     else:
         decl = _declarations(refs, registry_url, req_path)
-        env = resolve_environment(decl, probe_image(client, base), index=index, allow_sdist=allow_sdist,
+        env = resolve_environment(decl, probe_image(client, base), index=indexes(index, extra_index), allow_sdist=allow_sdist,
                                   base_image=base, client=client,
                                   ignore_requires_python=_ignored(ignore_requires_python, req_path), progress=progress,
                                   isolation=_isolation(req_path, isolate))
@@ -327,9 +338,11 @@ def prune(everything, bases, lock_paths, keep_within, dry_run, image, fmt) -> No
     lock pins (--lock, else ./skills.lock); one built less than --keep-within ago (a run may be
     about to start it); and, without --all, one built on the current agent image (--image, else
     the one `skillctl image build` makes) — later runs may reuse it. Images built on any other
-    agent image go. JSON: {dry_run, removed: [{id, tags, packages, reason}], kept: [...]}.
+    agent image go. Parts (skillctl-env-part:…, what environment images are assembled from) go when
+    no environment image that stays lists them and they are older than --keep-within. JSON:
+    {dry_run, removed: [{id, tags, packages, reason}], kept: [...], parts: {removed: [...], kept: [...]}}.
     """
-    from skillctl.env.images import apply_prune, image_id, locked_files, plan_prune
+    from skillctl.env.images import apply_prune, image_id, locked_files, plan_part_prune, plan_prune
     from skillctl.project.lock import read_lock
     from skillctl.env.resolve import uv_binary, uv_version
     from skillctl.sandbox.client import docker_client
@@ -349,17 +362,22 @@ def prune(everything, bases, lock_paths, keep_within, dry_run, image, fmt) -> No
                       locks=locked_files([(p, read_lock(p).environment) for p in paths]), keep_within_s=keep_within, everything=everything,
                       uv=uv_version(uv_binary()))
     done = plan if dry_run else apply_prune(client, plan)
+    part_plan = plan_part_prune(client, done, bases=[image_id(client, b) for b in bases], keep_within_s=keep_within)
+    parts = part_plan if dry_run else apply_prune(client, part_plan)
     removed = [d for d in done if d.remove]
     kept = [d for d in done if not d.remove]
     if fmt == "json":
-        emit_json({"dry_run": dry_run, "removed": [d.to_dict() for d in removed], "kept": [d.to_dict() for d in kept]})
+        emit_json({"dry_run": dry_run, "removed": [d.to_dict() for d in removed], "kept": [d.to_dict() for d in kept],
+                   "parts": {"removed": [d.to_dict() for d in parts if d.remove],
+                             "kept": [d.to_dict() for d in parts if not d.remove]}})
         return
     verb = "would remove" if dry_run else "removed"
-    for d in removed:
+    for d in removed + [d for d in parts if d.remove]:
         click.echo(f"{verb} {', '.join(d.image.tags) or d.image.id[:19]}: {d.reason}")
-    for d in kept:
+    for d in kept + [d for d in parts if not d.remove]:
         click.echo(f"kept {', '.join(d.image.tags) or d.image.id[:19]}: {d.reason}")
-    click.echo(f"{verb} {len(removed)} environment image(s), kept {len(kept)}")
+    click.echo(f"{verb} {len(removed)} environment image(s), kept {len(kept)}; parts: {verb} "
+               f"{sum(d.remove for d in parts)}, kept {sum(not d.remove for d in parts)}")
 
 
 @env_group.command("infer")

@@ -21,6 +21,8 @@ _lock_opt = click.option("--lock", "lock_path", type=click.Path(dir_okay=False, 
 _env_opts = [
     click.option("--index-url", "index", envvar="SKILLCTL_INDEX_URL", metavar="URL",
                  help="Package index for the skills' declared requirements. Env: SKILLCTL_INDEX_URL (else UV_INDEX_URL, PIP_INDEX_URL, PyPI)."),
+    click.option("--extra-index-url", "extra_index", multiple=True, envvar="SKILLCTL_EXTRA_INDEX_URL", metavar="URL",
+                 help="Another package index; repeatable (searched before --index-url, as uv does). Env: SKILLCTL_EXTRA_INDEX_URL."),
     click.option("--allow-sdist", is_flag=True, help="Accept source distributions where no wheel fits (built in a throwaway container, never here)."),
     click.option("--image", metavar="IMAGE", help="Agent image whose Python the environment is resolved for (default: the one `skillctl image build` makes)."),
     click.option("--ignore-requires-python", "ignore_requires_python", multiple=True, metavar="SKILL",
@@ -96,10 +98,12 @@ def workspace(req_path: Path, lock_path: Path, registry_url: str | None, *, git_
                      insecure=bool(access.get("insecure")), git_token=token, allow_unsigned=allow_unsigned, progress=progress)
 
 
-def _env(index, allow_sdist, image, ignore_requires_python=()):
+def _env(index, extra_index, allow_sdist, image, ignore_requires_python=()):
+    from skillctl.env.resolve import indexes
     from skillctl.project.workflow import EnvOptions
 
-    return EnvOptions(index, allow_sdist, image, tuple(ignore_requires_python))
+    return EnvOptions(indexes(index, extra_index) if extra_index else index, allow_sdist, image,
+                      tuple(ignore_requires_python))
 
 
 def _print_moves(moves, *, upgraded: bool = False) -> None:
@@ -140,7 +144,7 @@ def _report_sync(report, fmt: str, extra: dict[str, Any] | None = None) -> None:
 @registry_option
 @format_option
 @library_errors
-def lock_cmd(req_path: Path, lock_path: Path, upgrade: bool, allow_unsigned: bool, git_token_stdin: bool, index, allow_sdist,
+def lock_cmd(req_path: Path, lock_path: Path, upgrade: bool, allow_unsigned: bool, git_token_stdin: bool, index, extra_index, allow_sdist,
              image, ignore_requires_python, registry_url: str | None, fmt: str) -> None:
     """Resolve skills.yaml's entries to exact versions and digests in skills.lock.
 
@@ -153,7 +157,7 @@ def lock_cmd(req_path: Path, lock_path: Path, upgrade: bool, allow_unsigned: boo
     by digest) and the Debian packages with their sha256 in the lock's `environment` section.
     """
     with workspace(req_path, lock_path, registry_url, git_token_stdin=git_token_stdin, allow_unsigned=allow_unsigned) as ws:
-        lock, moves = ws.lock(upgrade=upgrade, env=_env(index, allow_sdist, image, ignore_requires_python))
+        lock, moves = ws.lock(upgrade=upgrade, env=_env(index, extra_index, allow_sdist, image, ignore_requires_python))
     if fmt == "json":
         emit_json({"lock": str(lock_path), "moves": [m.to_dict() for m in moves],
                    "skills": [{"name": s.name, **s.to_dict()} for s in sorted(lock.skills, key=lambda s: s.name)],
@@ -182,7 +186,7 @@ def lock_cmd(req_path: Path, lock_path: Path, upgrade: bool, allow_unsigned: boo
 @format_option
 @library_errors
 def install_cmd(req_path: Path, lock_path: Path, out_dir: Path | None, frozen: bool, agents, user: bool, link: bool, force: bool,
-                allow_unsigned: bool, git_token_stdin: bool, index, allow_sdist, image, ignore_requires_python, registry_url: str | None, fmt: str) -> None:
+                allow_unsigned: bool, git_token_stdin: bool, index, extra_index, allow_sdist, image, ignore_requires_python, registry_url: str | None, fmt: str) -> None:
     """Install the locked skills into the agents' folders, verifying every digest.
 
     Without --frozen a missing or stale lock is (re)created first. With --frozen the lock must
@@ -196,7 +200,7 @@ def install_cmd(req_path: Path, lock_path: Path, out_dir: Path | None, frozen: b
     locked environment's files are downloaded (or re-hashed) too, each against its sha256.
     """
     with workspace(req_path, lock_path, registry_url, git_token_stdin=git_token_stdin, allow_unsigned=allow_unsigned) as ws:
-        lock = ws.frozen() if frozen else ws.current(env=_env(index, allow_sdist, image, ignore_requires_python))[0]
+        lock = ws.frozen() if frozen else ws.current(env=_env(index, extra_index, allow_sdist, image, ignore_requires_python))[0]
         targets = ws.target_folders(agents, user=user, out=out_dir)
         report = ws.sync(lock, targets, remove=False, force=force, link=link)
     if fmt == "json":
@@ -334,7 +338,7 @@ def remove_cmd(names, no_sync: bool, req_path: Path, lock_path: Path, agents, us
 @format_option
 @library_errors
 def update_cmd(names, no_sync: bool, req_path: Path, lock_path: Path, agents, user: bool, link: bool, force: bool,
-               allow_unsigned: bool, git_token_stdin: bool, index, allow_sdist, image, ignore_requires_python, registry_url: str | None, fmt: str) -> None:
+               allow_unsigned: bool, git_token_stdin: bool, index, extra_index, allow_sdist, image, ignore_requires_python, registry_url: str | None, fmt: str) -> None:
     """Move the pins of NAME… (default: every skill) to the newest their entries allow, and install.
 
     A range moves to its newest version (`tally 1.0.0 -> 1.1.0`); a git entry to the commit its
@@ -342,7 +346,7 @@ def update_cmd(names, no_sync: bool, req_path: Path, lock_path: Path, agents, us
     widen a range there to go further (`skillctl outdated` shows what is newer).
     """
     with workspace(req_path, lock_path, registry_url, git_token_stdin=git_token_stdin, allow_unsigned=allow_unsigned) as ws:
-        lock, moves = ws.lock(upgrade=set(names) if names else True, env=_env(index, allow_sdist, image, ignore_requires_python))
+        lock, moves = ws.lock(upgrade=set(names) if names else True, env=_env(index, extra_index, allow_sdist, image, ignore_requires_python))
         report = None
         if not no_sync:
             report = ws.sync(lock, ws.target_folders(agents, user=user), remove=False, force=force, link=link)

@@ -34,6 +34,7 @@ from skillctl.sandbox.settings import MAX_CPUS
 @click.option("--keep-background", is_flag=True, help="Let processes a command leaves running with their output redirected (nohup srv > log 2>&1 &) outlive it, e.g. a server for later steps. Default: everything a command started is killed when it ends. Docker sandbox only.")
 @click.option("--image", help="Agent image (docker; default: the one `skillctl image build` makes, built on first use). Skill environments are layered on it.")
 @click.option("--index-url", envvar="SKILLCTL_INDEX_URL", metavar="URL", help="Package index for the skills' declared requirements. Env: SKILLCTL_INDEX_URL (else UV_INDEX_URL, PIP_INDEX_URL, PyPI).")
+@click.option("--extra-index-url", "extra_index_urls", multiple=True, envvar="SKILLCTL_EXTRA_INDEX_URL", metavar="URL", help="Another package index; repeatable (searched before --index-url, as uv does). Env: SKILLCTL_EXTRA_INDEX_URL (space-separated).")
 @click.option("--allow-sdist", is_flag=True, help="Accept source distributions where no wheel fits (built in a throwaway container, never here).")
 @click.option("--isolate-env", "isolate_env", multiple=True, metavar="SKILL", help="Give SKILL a Python environment of its own (a venv its scripts run with) instead of the one all skills share: for a skill the merge holds back (the run warns \"skill S: P X alone → Y with the others\"); repeatable. skills.yaml: environment: isolate: [SKILL] or auto.")
 @click.option("--ignore-requires-python", "ignore_requires_python", multiple=True, metavar="SKILL", help="Load SKILL although its requires-python excludes the agent image's Python (its scripts run there all the same); repeatable. A lock's and skills.yaml's lists add to it.")
@@ -50,8 +51,8 @@ from skillctl.sandbox.settings import MAX_CPUS
 @format_option
 @library_errors
 def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, max_seconds, max_tokens, context_budget,
-            timeout_ms, approve, policy_path, sandbox_name, allow_unsafe_local, keep_background, image, index_url, allow_sdist,
-            isolate_env, ignore_requires_python,
+            timeout_ms, approve, policy_path, sandbox_name, allow_unsafe_local, keep_background, image, index_url, extra_index_urls,
+            allow_sdist, isolate_env, ignore_requires_python,
             memory_limit, cpus, catalog_budget, compact, subagents, memory, output_dir, transcript_path, registry_url,
             fmt) -> None:
     """Run an agent on TASK with the given skills loaded into a sandbox.
@@ -87,7 +88,8 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
             task=task, model=model_spec, base_url=base_url, skills=skills, lock=lock_path,
             project=project if project.is_file() else None, registry=registry,
             sandbox=sandbox_name, allow_unsafe_local=allow_unsafe_local, image=image, index_url=index_url,
-            allow_sdist=allow_sdist, isolate_env=isolate_env, ignore_requires_python=ignore_requires_python,
+            extra_index_urls=extra_index_urls, allow_sdist=allow_sdist, isolate_env=isolate_env,
+            ignore_requires_python=ignore_requires_python,
             sandbox_settings=settings,
             inputs=inputs, output_dir=output_dir, memory=memory, transcript=transcript_path, max_steps=max_steps,
             max_seconds=max_seconds, max_tokens=max_tokens, context_budget=context_budget, timeout_ms=timeout_ms,

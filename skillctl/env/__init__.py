@@ -8,11 +8,13 @@ verified and installed into an image layer on the agent image — offline at run
     provides   what a wheel provides to import (its file list, read in place or by HTTP Range),
                and the skills' imports checked against a resolved environment
     target     the agent image's Python and platform, probed once per image
-    resolve    uv resolves for that target: exact versions, one wheel each, sha256 (pylock.toml)
+    resolve    uv resolves for that target: exact versions, one wheel each, sha256 (pylock.toml),
+               from one or more indexes (packages can be pinned to one); credentials scrubbed
     debian     Debian packages and their dependencies from the configured mirror (apt on the host)
     files      downloads into a content-addressed cache, every byte checked against its sha256
     build      the environment image: a venv at /opt/skills-env (first on PATH) and the .debs,
-               built with ``--network none`` from files checked on the host
+               built with ``--network none`` from files checked on the host, assembled from
+               reusable parts (big wheels alone, the rest in buckets)
     shadow     the check, run inside that build, that no package's script takes the name of a
                command of the image
     sdist      --allow-sdist: source distributions built into wheels in throwaway containers

@@ -1,20 +1,32 @@
 """The environment image: a layer on the agent image with a venv and Debian packages.
 
-Built with ``docker build --network none`` from a context that holds only files already checked
-on the host: the wheels (and .debs) from the verified cache, a requirements file pinning each
+Built with ``docker build --network none`` from contexts that hold only files already checked
+on the host: the wheels (and .debs) from the verified cache, requirements files pinning each
 wheel by sha256, and uv's binary (the same one that resolved; it installs, then is left behind in
 a build stage). Nothing is downloaded during the build and nothing is pulled.
 
-    stage 1 (venv): as an unprivileged user (65534) owning only /opt/skills-env, uv makes the
-                    venv with the image's own python3 and installs the wheels --offline
-                    --no-index --require-hashes --no-deps; then the image's python3 -I -S
-                    byte-compiles it (-S: no site-packages, so no package's .pth runs)
-    stage 2:        the agent image + the .debs (dpkg -i) + /opt/skills-env copied from stage 1,
-                    owned by root; no script in its bin may have the name of a command of the
-                    image (``shadow``: the build fails naming the wheel); then, as the agent
-                    image does, no setuid/setgid file or folder anywhere (bits removed, and the
-                    build fails if one is left);
-                    PATH starts with /opt/skills-env/bin; the user is the agent image's again
+The wheels are split into parts that stay the same when the environment changes a little
+(``partition``): a wheel of ``ALONE_ABOVE`` bytes or more is a part of its own (numpy, torch…),
+the others go into ``BUCKETS`` parts by a hash of their distribution name. Each part is its own
+image, ``skillctl-env-part:<hash12>`` (the hash covers the agent image id, the part's files'
+sha256, the recipe and uv's version), built once and reused by every environment that has the
+same part: an environment that differs by one small package reinstalls one bucket, not numpy.
+
+    a part:         stage 1 (install), on the agent image, as an unprivileged user (65534)
+                    owning only /opt/skills-env: uv makes the venv with the image's own python3
+                    and installs the part's wheels --offline --no-index --require-hashes
+                    --no-deps; then the image's python3 -I -S byte-compiles it (-S: no
+                    site-packages, so no package's .pth runs); stage 2: FROM scratch, only that
+                    /opt/skills-env (no uv, no wheels). Each part's venv is the same venv (same
+                    path, same interpreter), so its scripts' shebangs already name
+                    /opt/skills-env/bin/python and each .dist-info's RECORD is right once merged.
+    the image:      the agent image + the .debs (dpkg -i) + each part's /opt/skills-env copied
+                    over the one before (COPY --from, owned by root: the parts hold disjoint
+                    packages); no script in its bin may have the name of a command of the image
+                    (``shadow``: the build fails naming the wheel); then, as the agent image
+                    does, no setuid/setgid file or folder anywhere (bits removed, and the build
+                    fails if one is left); PATH starts with /opt/skills-env/bin; the user is the
+                    agent image's again
 
 A skill isolated from the merge (``environment: isolate``) gets a venv of its own at
 /opt/skill-envs/<skill>, made exactly like stage 1 in a stage of its own (``iso<N>``) and
@@ -25,10 +37,12 @@ script — ``-c``, ``-m``, stdin — the working folder decides), anything else 
 
 No wheel's code runs during the build, as root or at all: wheels are unpacked, not run. The only
 package code that runs is Debian packages' maintainer scripts (as root, as dpkg runs them
-anywhere), before the venv is copied in.
+anywhere), before the venv is copied in. A refused build leaves no layer behind, nor a part it
+made.
 
 The image is tagged ``skillctl-env:<hash12>`` where the hash covers the agent image id, every
-file's sha256, the build recipe and uv's version; an image with that label is reused.
+file's sha256, the build recipe and uv's version; an image with that label is reused. It lists
+its parts' hashes in a label, so ``env prune`` removes a part no environment image uses.
 """
 
 from __future__ import annotations
@@ -57,15 +71,22 @@ LABEL_BASE = "org.skillctl.env.base"  # the agent image id it was built on
 LABEL_PACKAGES = "org.skillctl.env.packages"  # "name==version …" for people
 # On the build stage that holds uv and the wheels; it is removed after the build.
 LABEL_STAGE = "org.skillctl.env.stage"
-# Bump when the Dockerfile below changes meaning, so old images are not reused for it.
-RECIPE_VERSION = "3"
+PART_REPO = "skillctl-env-part"
+LABEL_PART = "org.skillctl.env.part"  # a part's hash, on the part image
+LABEL_PARTS = "org.skillctl.env.parts"  # the parts' hashes (space-separated), on the environment image
+# Bump when the Dockerfiles below change meaning, so old images are not reused for them.
+RECIPE_VERSION = "4"
+# Wheels this large are a part of their own; the others share BUCKETS parts by name.
+ALONE_ABOVE = 5 * 1024 * 1024
+BUCKETS = 4
 # Who makes the venv in the build stage: a uid that owns nothing else in the image.
 BUILD_USER = "65534:65534"
 
-_DOCKERFILE = """\
+_PART_DOCKERFILE = """\
 ARG BASE
-FROM ${{BASE}} AS venv
-LABEL {stage_label}={digest}
+FROM ${{BASE}} AS install
+ARG BASE
+LABEL {stage_label}={digest} {base_label}=${{BASE}}
 USER 0:0
 COPY uv /tmp/skillctl-build/uv
 COPY wheels/ /tmp/skillctl-build/wheels/
@@ -79,10 +100,15 @@ RUN /tmp/skillctl-build/uv venv --no-config --no-cache --color never --no-python
       --link-mode copy --python {venv}/bin/python -r /tmp/skillctl-build/requirements.txt \\
  && {{ {python3} -I -S -m compileall -q -j 0 {venv}/lib || [ $? -eq 1 ]; }}
 
+FROM scratch
+COPY --from=install {venv} {venv}
+"""
+
+_DOCKERFILE = """\
+ARG BASE
 FROM ${{BASE}}
 USER 0:0
-{debs}COPY --from=venv --chown=0:0 {venv} {venv}
-{isolated}COPY shadow.py /tmp/skillctl-shadow.py
+{debs}{parts}{isolated}COPY shadow.py /tmp/skillctl-shadow.py
 # No package script may stand in for a command of the image (see skillctl/env/shadow.py), and
 # Debian packages bring setuid/setgid programs and setgid folders (/var/mail…): none may stay.
 RUN {python3} -I -S /tmp/skillctl-shadow.py {venv} "$PATH" && rm /tmp/skillctl-shadow.py \\
@@ -204,6 +230,27 @@ def find_env_image(client: Any, digest: str) -> Any | None:
     return max(images, key=lambda i: i.attrs.get("Created", "")) if images else None
 
 
+def partition(wheels: Sequence[EnvFile], *, buckets: int = BUCKETS, alone_above: float = ALONE_ABOVE) -> list[list[EnvFile]]:
+    """The wheels in parts that stay the same when other packages come and go: a large wheel
+    alone, the others by a hash of their distribution name (not of the version: an upgrade of
+    one small package reinstalls its bucket only). Parts in a stable order, empty ones left out."""
+    alone: list[list[EnvFile]] = []
+    shared: list[list[EnvFile]] = [[] for _ in range(max(1, buckets))]
+    for w in sorted(wheels, key=lambda w: w.pin):
+        if w.path.stat().st_size >= alone_above:
+            alone.append([w])
+        else:
+            name = w.pin.split("==")[0]
+            shared[int(hashlib.sha256(name.encode()).hexdigest(), 16) % len(shared)].append(w)
+    return alone + [b for b in shared if b]
+
+
+def part_hash(base_id: str, wheels: Sequence[EnvFile], uv: str) -> str:
+    doc = {"base": base_id, "wheels": sorted(f"{w.path.name} {w.sha256}" for w in wheels), "recipe": RECIPE_VERSION,
+           "uv": uv, "part": True}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
 def _wheels_folder(folder: Path, wheels: Sequence[EnvFile]) -> None:
     """``folder``/wheels/ and ``folder``/requirements.txt pinning each wheel by sha256."""
     (folder / "wheels").mkdir(parents=True)
@@ -212,6 +259,15 @@ def _wheels_folder(folder: Path, wheels: Sequence[EnvFile]) -> None:
         shutil.copyfile(w.path, folder / "wheels" / w.path.name)
         lines.append(f"{w.pin} --hash=sha256:{w.sha256}")
     (folder / "requirements.txt").write_text("\n".join(sorted(lines)) + "\n", "utf-8")
+
+
+def _part_context(tmp: Path, wheels: Sequence[EnvFile], uv_bin: str, digest: str) -> None:
+    _wheels_folder(tmp, wheels)
+    shutil.copyfile(uv_bin, tmp / "uv")
+    (tmp / "uv").chmod(0o755)
+    (tmp / "Dockerfile").write_text(_PART_DOCKERFILE.format(venv=VENV, stage_label=LABEL_STAGE, base_label=LABEL_BASE,
+                                                            digest=digest,
+                                                            build_user=BUILD_USER, python3=PYTHON3), "utf-8")
 
 
 def _isolated_parts(tmp: Path, isolated: Sequence[IsolatedFiles], digest: str) -> tuple[str, str, str]:
@@ -232,11 +288,10 @@ def _isolated_parts(tmp: Path, isolated: Sequence[IsolatedFiles], digest: str) -
     return "".join(stages), final, f"ENV PATH={LAUNCHER_DIR}:${{PATH}}\n"
 
 
-def _context(tmp: Path, wheels: Sequence[EnvFile], debs: Sequence[EnvFile], uv_bin: str, user: str, digest: str,
+def _context(tmp: Path, parts: Sequence[str], debs: Sequence[EnvFile], user: str, *, uv_bin: str = "", digest: str = "",
              isolated: Sequence[IsolatedFiles] = ()) -> None:
-    _wheels_folder(tmp, wheels)
-    shutil.copyfile(uv_bin, tmp / "uv")
-    (tmp / "uv").chmod(0o755)
+    """The final build's context: the shared venv from its parts' images, the .debs, and the
+    isolated skills' stages (their wheels and uv, which the stages install with)."""
     shutil.copyfile(shadow.__file__, tmp / "shadow.py")
     debs_part = ""
     if debs:
@@ -244,9 +299,13 @@ def _context(tmp: Path, wheels: Sequence[EnvFile], debs: Sequence[EnvFile], uv_b
         for d in debs:
             shutil.copyfile(d.path, tmp / "debs" / d.path.name)
         debs_part = _DEBS.format()
+    if isolated:
+        shutil.copyfile(uv_bin, tmp / "uv")
+        (tmp / "uv").chmod(0o755)
     stages, final, launcher_path = _isolated_parts(tmp, isolated, digest)
-    dockerfile = _DOCKERFILE.format(venv=VENV, debs=debs_part, user=user, stage_label=LABEL_STAGE, digest=digest,
-                                    build_user=BUILD_USER, python3=PYTHON3, isolated=final, launcher_path=launcher_path)
+    copies = "".join(f"COPY --from={PART_REPO}:{h[:12]} --chown=0:0 {VENV} {VENV}\n" for h in parts)
+    dockerfile = _DOCKERFILE.format(venv=VENV, debs=debs_part, parts=copies, user=user, python3=PYTHON3, isolated=final,
+                                    launcher_path=launcher_path)
     if stages:  # the isolated skills' stages go before the final one
         at = dockerfile.index("\nFROM ${BASE}\n") + 1
         dockerfile = dockerfile[:at] + stages + dockerfile[at:]
@@ -274,52 +333,115 @@ def build_env_image(
     uv_bin: str,
     progress: Progress | None = None,
     force: bool = False,
+    uv: str = "",
+    buckets: int = BUCKETS,
+    alone_above: float = ALONE_ABOVE,
     isolated: Sequence[IsolatedFiles] = (),
 ) -> str:
-    """Build the environment image ``digest`` from these verified files on ``base``;
-    ``isolated``: the skills with a venv of their own, and their wheels."""
+    """Build the environment image ``digest`` from these verified files on ``base``: each part
+    of the wheels (``partition``) found or built as its image, then the image from the parts.
+    ``uv``: uv's version (part of each part's hash); ``isolated``: the skills with a venv of
+    their own, and their wheels (a build stage each, in the final build)."""
     say = progress or (lambda _line: None)
     tag = f"{ENV_REPO}:{digest[:12]}"
     user = (base.attrs.get("Config") or {}).get("User") or "0:0"
     packages = " ".join(sorted(w.pin for w in wheels) + sorted(d.pin for d in debs)
                         + sorted(f"{i.skill}:{w.pin}" for i in isolated for w in i.wheels))
-    say(f"building environment image {tag} ({len(wheels)} wheel(s), {len(debs)} Debian package(s), no network)")
+    parts = partition(wheels, buckets=buckets, alone_above=alone_above) or [[]]  # Debian only: an empty venv
+    hashes = [part_hash(base.id, part, uv or uv_bin) for part in parts]
+    say(f"building environment image {tag} ({len(wheels)} wheel(s) in {len(parts)} part(s), {len(debs)} Debian "
+        f"package(s), {len(isolated)} skill(s) with a venv of their own, no network)")
     wheel_names = {w.pin: w.path.name for w in [*wheels, *(w for i in isolated for w in i.wheels)]}
+    made: list[str] = []  # the parts this call built: a refused build removes them
     steps: list[str] = []  # the image of each finished step, in order
     try:
+        for part, h in zip(parts, hashes):
+            if not force and _find(client, LABEL_PART, h) is not None:
+                say(f"  part {h[:12]} ({len(part)} wheel(s)) is built already")
+                continue
+            say(f"  part {h[:12]}: {' '.join(w.pin for w in part)}")
+            made.append(h)
+            _build_part(client, base, h, part, uv_bin, say, wheel_names, steps, force)
         with tempfile.TemporaryDirectory(prefix="skillctl-env-build-", dir="/var/tmp") as tmp:
-            _context(Path(tmp), wheels, debs, uv_bin, user, digest, isolated)
+            _context(Path(tmp), hashes, debs, user, uv_bin=uv_bin, digest=digest, isolated=isolated)
             stream = client.api.build(
                 path=tmp, tag=tag, buildargs={"BASE": base.id}, network_mode="none", pull=False, rm=True, forcerm=True,
                 nocache=force,
-                labels={LABEL_ENV: digest, LABEL_BASE: base.id, LABEL_PACKAGES: packages[:4000]}, decode=True,
+                labels={LABEL_ENV: digest, LABEL_BASE: base.id, LABEL_PACKAGES: packages[:4000],
+                        LABEL_PARTS: " ".join(h[:12] for h in hashes)}, decode=True,
             )
             _follow(stream, tag, say, wheel_names, steps)
     except EnvError:
         if steps:
             _remove_untagged(client, steps[-1])  # a refused build leaves no layers behind
+        for h in made:
+            _remove_part(client, h)
         raise
     finally:
-        _remove_stage(client, digest)
+        if isolated:
+            _remove_stage(client, digest)  # the isolated skills' stages (uv and their wheels)
     return tag
 
 
+def _build_part(client: Any, base: Any, h: str, part: Sequence[EnvFile], uv_bin: str, say: Progress,
+                wheel_names: dict[str, str], steps: list[str], force: bool) -> None:
+    part_tag = f"{PART_REPO}:{h[:12]}"
+    try:
+        with tempfile.TemporaryDirectory(prefix="skillctl-env-part-", dir="/var/tmp") as tmp:
+            _part_context(Path(tmp), part, uv_bin, h)
+            stream = client.api.build(
+                path=tmp, tag=part_tag, buildargs={"BASE": base.id}, network_mode="none", pull=False, rm=True,
+                forcerm=True, nocache=force, decode=True,
+                labels={LABEL_PART: h, LABEL_BASE: base.id, LABEL_PACKAGES: " ".join(w.pin for w in part)[:4000]},
+            )
+            _follow(stream, part_tag, say, wheel_names, steps)
+    finally:
+        _remove_stage(client, h)
+
+
+def _find(client: Any, label: str, value: str) -> Any | None:
+    images = list_images(client, {"label": f"{label}={value}"})
+    return max(images, key=lambda i: i.attrs.get("Created", "")) if images else None
+
+
+def _remove_part(client: Any, h: str) -> None:
+    import docker.errors
+    import requests.exceptions
+
+    try:
+        for image in list_images(client, {"label": f"{LABEL_PART}={h}"}):
+            client.images.remove(image.id, force=True)
+    except (docker.errors.APIError, requests.exceptions.RequestException):
+        pass  # in use by a concurrent build meanwhile: `skillctl env prune` removes it later
+
+
 _STEP_IMAGE = re.compile(r"^ ---> ([0-9a-f]{12,64})$")
+# Terminal control sequences: Docker wraps every write of a RUN step's stderr in "\x1b[91m" …
+# "\x1b[0m", and uv writes "+ name==version" in several writes; colours of any other tool too.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+
+def split_lines(pending: str, chunk: str) -> tuple[list[str], str]:
+    """(whole lines, what is left for the next chunk) of build output that arrives in fragments:
+    lines end at "\n" or "\r" (a progress bar redrawing its line), control sequences removed,
+    a fragment is held until its line ends."""
+    *lines, rest = (pending + chunk).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return [_ANSI.sub("", line).rstrip() for line in lines], rest
 
 
 def _follow(stream: Any, tag: str, say: Progress, wheel_names: dict[str, str], steps: list[str]) -> None:
-    """Relay the build's output, noting each step's image in ``steps``; a failure is one
-    ``EnvError`` line (the shadow check's, when it is what failed)."""
+    """Relay the build's output, whole lines only, noting each step's image in ``steps``; a
+    failure is one ``EnvError`` line (the shadow check's, when it is what failed)."""
     shadowing: list[dict[str, str]] = []
     pending = ""  # output arrives in chunks that need not end at a line's end
     for event in stream:
         if "error" in event:
             if shadowing:
                 raise EnvError(shadow.refusal(shadowing, wheel_names))
-            detail = str(event.get("error", "")).strip().splitlines()[-1:] or ["unknown error"]
+            detail = _ANSI.sub("", str(event.get("error", ""))).strip().splitlines()[-1:] or ["unknown error"]
             raise EnvError(f"building environment image {tag} failed: {detail[0]}")
-        *lines, pending = (pending + str(event.get("stream", ""))).split("\n")
-        for line in (ln.rstrip() for ln in lines):
+        lines, pending = split_lines(pending, str(event.get("stream", "")))
+        for line in lines:
             found = shadow.parse(line)
             step = _STEP_IMAGE.match(line)
             if found is not None:
@@ -328,8 +450,9 @@ def _follow(stream: Any, tag: str, say: Progress, wheel_names: dict[str, str], s
                 say(f"  {line}")
             if step:
                 steps.append(step.group(1))
-    if pending.strip():
-        say(f"  {pending.rstrip()}")
+    rest = _ANSI.sub("", pending).rstrip()
+    if rest.strip():
+        say(f"  {rest}")
 
 
 def _remove_untagged(client: Any, image_id: str) -> None:

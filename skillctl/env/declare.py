@@ -11,6 +11,10 @@
          python: ["numpy>=1.26", "pandas"]   # for skills that declare nothing
          debian: ["poppler-utils"]           # system tools some skills call
          isolate: [skill-a]                  # skills that get a venv of their own (or: auto)
+         indexes:                            # more package indexes
+           - url: https://download.pytorch.org/whl/cpu
+             packages: [torch]               # these come only from this index
+           - url: https://pypi.example.com/simple   # no packages: an extra index
 
 Everything here only parses (``tomllib``, ``packaging``): no skill code is imported or run. Both
 are imported when there is something to parse: the validator reads every skill's scripts, and
@@ -60,6 +64,19 @@ class Declared:
 
 
 @dataclass(frozen=True)
+class DeclaredIndex:
+    """A package index skills.yaml names: ``packages`` come only from it (none: an extra index)."""
+
+    url: str  # never with credentials (skills.yaml is shared: they go in ~/.netrc)
+    packages: tuple[str, ...]  # canonical names
+    owner: str = PROJECT
+    source: str = "skills.yaml environment.indexes"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"url": self.url, "packages": list(self.packages), "owner": self.owner, "source": self.source}
+
+
+@dataclass(frozen=True)
 class Declarations:
     """Everything an environment must provide, in merge order."""
 
@@ -67,6 +84,7 @@ class Declarations:
     requires_python: tuple[Declared, ...] = ()  # requirement holds the specifier, e.g. ">=3.10"
     debian: tuple[Declared, ...] = ()  # requirement holds the package name
     scripts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # owner -> scripts seen
+    indexes: tuple[DeclaredIndex, ...] = ()  # skills.yaml environment.indexes
 
     def __add__(self, other: "Declarations") -> "Declarations":
         return Declarations(
@@ -74,6 +92,7 @@ class Declarations:
             self.requires_python + other.requires_python,
             self.debian + other.debian,
             {**self.scripts, **other.scripts},
+            self.indexes + other.indexes,
         )
 
     @property
@@ -93,14 +112,18 @@ class Declarations:
             tuple(d for d in self.requires_python if d.owner in keep),
             tuple(d for d in self.debian if d.owner in keep),
             {k: v for k, v in self.scripts.items() if k in keep},
+            self.indexes,  # where packages come from holds for every part
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "python": [d.to_dict() for d in self.python],
             "requires_python": [d.to_dict() for d in self.requires_python],
             "debian": [d.to_dict() for d in self.debian],
         }
+        if self.indexes:  # absent when none, so digests of earlier locks stay the same
+            doc["indexes"] = [i.to_dict() for i in self.indexes]
+        return doc
 
 
 # ------------------------------------------------------------------------------ PEP 723
@@ -152,6 +175,7 @@ _BOUND = r"(?:(?:==|!=|<=|>=|<|>)[ \t]*[0-9]+(?:\.[0-9]+)*|~=[ \t]*[0-9]+(?:\.[0
 _BOUNDS = rf"{_BOUND}(?:[ \t]*,[ \t]*{_BOUND})*"
 PLAIN_REQUIREMENT_RE = re.compile(rf"[ \t]*({_NAME})(?:\[{_NAME}(?:,[ \t]*{_NAME})*\])?[ \t]*(?:{_BOUNDS})?[ \t]*")
 _PLAIN_PYTHON_RE = re.compile(rf"[ \t]*{_BOUNDS}[ \t]*")
+_NAME_ONLY = re.compile(_NAME)
 
 
 def requirement_name(text: str, where: str) -> str:
@@ -282,7 +306,7 @@ def _text(data: bytes, where: str) -> str:
 
 
 IGNORE_REQUIRES_PYTHON = "ignore-requires-python"
-ENVIRONMENT_KEYS = ("python", "debian", "isolate", IGNORE_REQUIRES_PYTHON)
+ENVIRONMENT_KEYS = ("python", "debian", "indexes", "isolate", IGNORE_REQUIRES_PYTHON)
 
 
 def ignored_requires_python(environment: Any, where: str = "skills.yaml") -> tuple[str, ...]:
@@ -310,7 +334,7 @@ def project_declarations(environment: Any, where: str = "skills.yaml") -> Declar
     if environment is None:
         return Declarations()
     if not isinstance(environment, dict):
-        raise EnvError(f"{where}: environment must be a mapping with 'python' and/or 'debian' lists")
+        raise EnvError(f"{where}: environment must be a mapping with 'python', 'debian' and/or 'indexes' lists")
     unknown = set(environment) - set(ENVIRONMENT_KEYS)
     if unknown:
         raise EnvError(f"{where}: environment: unknown key(s) {', '.join(sorted(map(str, unknown)))}; allowed: "
@@ -331,7 +355,45 @@ def project_declarations(environment: Any, where: str = "skills.yaml") -> Declar
                 raise EnvError(f"{spot}: '{item}' is not a Debian package name (lowercase letters, digits, + - .)")
             else:
                 out.append(Declared(item, PROJECT, f"{where} environment.debian"))
-    return Declarations(tuple(python), (), tuple(debian), {})
+    return Declarations(tuple(python), (), tuple(debian), {}, project_indexes(environment.get("indexes"), where))
+
+
+def project_indexes(items: Any, where: str = "skills.yaml") -> tuple[DeclaredIndex, ...]:
+    """``environment.indexes``: a list of {url, packages?}; a package pinned to two indexes, a
+    URL that is not http(s) or one carrying credentials is refused."""
+    from urllib.parse import urlsplit
+
+    from packaging.utils import canonicalize_name
+
+    if items is None:
+        return ()
+    spot = f"{where}: environment.indexes"
+    if not isinstance(items, list):
+        raise EnvError(f"{spot} must be a list of {{url: URL, packages: [NAME, ...]}}")
+    out: list[DeclaredIndex] = []
+    pinned: dict[str, str] = {}
+    for n, item in enumerate(items, 1):
+        at = f"{spot}[{n}]"
+        if not isinstance(item, dict) or not isinstance(item.get("url"), str) or set(item) - {"url", "packages"}:
+            raise EnvError(f"{at} must be a mapping with 'url' (a string) and optionally 'packages' (a list of names)")
+        url = item["url"].strip().rstrip("/")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise EnvError(f"{at}: '{url}' is not an http(s) URL of a package index")
+        if "@" in parts.netloc:
+            raise EnvError(f"{at}: the URL carries credentials, and skills.yaml is shared; put them in ~/.netrc "
+                           f"(machine {parts.hostname} login USER password TOKEN) and write the URL without them")
+        names = item.get("packages") or []
+        if not isinstance(names, list) or not all(isinstance(x, str) and _NAME_ONLY.fullmatch(x) for x in names):
+            raise EnvError(f"{at}: packages must be a list of distribution names such as 'torch'")
+        canonical = tuple(sorted({canonicalize_name(x) for x in names}))
+        for name in canonical:
+            if name in pinned and pinned[name] != url:
+                raise EnvError(f"{at}: {name} is pinned to {pinned[name]} already; a package comes from one index")
+            pinned[name] = url
+        out.append(DeclaredIndex(url, canonical, PROJECT, f"{where} environment.indexes"))
+    return tuple(out)
+
 
 
 # ------------------------------------------------------------------------------ isolation

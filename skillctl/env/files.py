@@ -3,7 +3,9 @@
 A file is kept at ``CACHE/env/files/<sha256>/<filename>`` only after its bytes hashed to the
 sha256 the resolution (or the lock) promised; a cached file is hashed again before each use, so
 a file changed on disk is refused like one changed on the server. Downloads go through a
-temporary name and a rename: an interrupted download never looks complete.
+temporary name and a rename: an interrupted download never looks complete. A file of an index
+given with credentials is fetched with them (``resolve.authenticated``); else requests reads
+``~/.netrc``.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ class Wanted:
     size: int | None = None
 
 
-def _hash_file(path: Path) -> str:
+def hash_file(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -58,12 +60,14 @@ def _bar(done: int, total: int | None, width: int = 24) -> str:
 def _download(want: Wanted, dest: Path, say: Progress, label: str) -> None:
     import requests
 
+    from skillctl.env.resolve import authenticated, scrub_text
+
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
     digest = hashlib.sha256()
     done = 0
     last = 0.0
     try:
-        with requests.get(want.url, stream=True, timeout=(10, 60)) as resp:
+        with requests.get(authenticated(want.url), stream=True, timeout=(10, 60)) as resp:
             if resp.status_code != 200:
                 raise EnvError(f"downloading {want.filename} from {want.url}: HTTP {resp.status_code}")
             with open(tmp, "wb") as fh:
@@ -88,7 +92,7 @@ def _download(want: Wanted, dest: Path, say: Progress, label: str) -> None:
             )
         os.replace(tmp, dest)
     except requests.RequestException as exc:
-        raise EnvError(f"downloading {want.filename} from {want.url} failed ({type(exc).__name__}: {exc})") from None
+        raise EnvError(f"downloading {want.filename} from {want.url} failed ({type(exc).__name__}: {scrub_text(str(exc))})") from None
     finally:
         if tmp.exists():
             tmp.unlink()
@@ -105,7 +109,7 @@ def ensure_files(wanted: Sequence[Wanted], *, progress: Progress | None = None) 
     for n, want in enumerate(wanted, 1):
         path = cached_path(want)
         if path.is_file():
-            actual = _hash_file(path)
+            actual = hash_file(path)
             if actual != want.sha256:
                 raise EnvIntegrityError(
                     f"cached {path} has sha256 {actual[:16]}…, but {want.sha256[:16]}… is pinned; delete it and retry"

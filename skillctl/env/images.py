@@ -16,7 +16,10 @@ What pruning keeps, with the reason reported:
 
 Everything else is removed (or, in a dry run, reported as what would be), and so are build
 stages a build could not remove (untagged, labelled ``org.skillctl.env.stage``) once they are
-older than the grace period.
+older than the grace period. Parts (``skillctl-env-part:…``, labelled ``org.skillctl.env.part``:
+the installed wheels an environment image is assembled from, see ``build``) are removed when no
+environment image that stays lists them and they are older than the grace period; the others are
+kept for the next environment that shares them.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from skillctl.env.build import ENV_REPO, LABEL_BASE, LABEL_ENV, LABEL_PACKAGES, LABEL_STAGE, env_hash
+from skillctl.env.build import ENV_REPO, LABEL_BASE, LABEL_ENV, LABEL_PACKAGES, LABEL_PART, LABEL_PARTS, LABEL_STAGE, env_hash
 from skillctl.sandbox.client import list_images
 from skillctl.errors import EnvError
 
@@ -138,8 +141,8 @@ def plan_prune(
     out = []
     for stage in list_images(client, {"label": LABEL_STAGE, "dangling": True}):
         leftover = _env_image(stage, LABEL_STAGE)
-        if bases and leftover.env not in in_scope:
-            continue
+        if bases and leftover.env not in in_scope and leftover.base not in bases:
+            continue  # a part's stage carries the agent image it was built on
         if leftover.id in used:
             out.append(Decision(leftover, False, f"build stage in use by container {used[leftover.id]}"))
         elif leftover.age_s(now) < keep_within_s:
@@ -163,6 +166,35 @@ def plan_prune(
             keep = ""
         reason = keep or ("built on another agent image" if image.base != current_base else "not in use")
         out.append(Decision(image, not keep, reason))
+    return out
+
+
+def plan_part_prune(client: Any, decisions: Sequence[Decision], *, bases: Sequence[str] = (),
+                    keep_within_s: float = 3600.0) -> list[Decision]:
+    """What pruning does with the parts, once ``decisions`` (``plan_prune``'s) are carried out:
+    a part stays while an environment image that stays lists it (or when new, or in use)."""
+    now = dt.datetime.now(dt.timezone.utc)
+    used = _containers_by_image(client)
+    removed = {d.image.id for d in decisions if d.remove}
+    users: dict[str, str] = {}
+    for image in list_images(client, {"label": LABEL_ENV}):
+        if image.id not in removed:
+            labels = (image.attrs.get("Config") or {}).get("Labels") or {}
+            for h in labels.get(LABEL_PARTS, "").split():
+                users.setdefault(h, ", ".join(image.tags) or image.id[:19])
+    out = []
+    for part_image in list_images(client, {"label": LABEL_PART}):
+        part = _env_image(part_image, LABEL_PART)
+        if bases and part.base not in bases:
+            continue
+        if part.id in used:
+            out.append(Decision(part, False, f"part in use by container {used[part.id]}"))
+        elif part.env[:12] in users:
+            out.append(Decision(part, False, f"part of {users[part.env[:12]]}"))
+        elif part.age_s(now) < keep_within_s:
+            out.append(Decision(part, False, f"part made less than {_duration(keep_within_s)} ago"))
+        else:
+            out.append(Decision(part, True, "a part no environment image uses"))
     return out
 
 

@@ -12,6 +12,7 @@ theirs::
       "declared": {...},                     the declarations themselves, for people
       "target": {"python": "3.11.2", "machine": "x86_64", "libc": "glibc 2.36", "arch": "amd64"},
       "index_url": "https://pypi.org/simple",
+      "extra_index_urls": [...], "indexes": [{"url", "packages"}],   only when used; no credentials
       "pylock": "pylock.skills.toml", "pylock_digest": "sha256:…",
       "debian": [{"package", "version", "arch", "filename", "url", "sha256", "size"}, …],
       "downgrades": [{"skill", "package", "alone", "merged", "held_by"}, …]   what the merge holds back
@@ -34,9 +35,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from skillctl.env.declare import Declarations, Declared
-from skillctl.env.prepare import Environment
-from skillctl.env.resolve import Resolution, parse_pylock
+from skillctl.env.declare import Declarations, Declared, DeclaredIndex
+from skillctl.env.prepare import Environment, index_fields
+from skillctl.env.resolve import Indexes, PinnedIndex, Resolution, parse_pylock, scrub
 from skillctl.env.target import Target
 from skillctl.errors import EnvError, EnvIntegrityError
 
@@ -64,6 +65,7 @@ def environment_section(env: Environment, lock_path: Path) -> dict[str, Any]:
         "declared": env.declarations.to_dict(),
         "target": env.target.to_dict(),
         "index_url": env.python.index_url,
+        **index_fields(env.python),
         "debian": [d.to_dict() for d in env.debian],
     }
     if env.python.files:
@@ -106,9 +108,11 @@ def _declarations(doc: Any, where: str) -> Declarations:
     try:
         parts = {key: tuple(Declared(str(d["requirement"]), str(d["owner"]), str(d["source"])) for d in doc.get(key, []))
                  for key in ("python", "requires_python", "debian")}
+        indexes = tuple(DeclaredIndex(scrub(str(d["url"])), tuple(str(n) for n in d["packages"]), str(d["owner"]),
+                                      str(d["source"])) for d in doc.get("indexes", []))
     except (KeyError, TypeError, AttributeError) as exc:
         raise EnvError(f"{where}: environment.declared is malformed ({exc!r}); regenerate it with: skillctl lock") from None
-    return Declarations(parts["python"], parts["requires_python"], parts["debian"])
+    return Declarations(parts["python"], parts["requires_python"], parts["debian"], {}, indexes)
 
 
 def environment_from_section(section: Any, lock_path: Path) -> Environment:
@@ -149,4 +153,19 @@ def environment_from_section(section: Any, lock_path: Path) -> Environment:
     except (KeyError, TypeError, AttributeError) as exc:
         raise EnvError(f"{where}: environment.downgrades is malformed ({exc!r}); regenerate it with: skillctl lock") from None
     decl = _declarations(section.get("declared") or {}, where)
-    return Environment(decl, Resolution(target, index, files, text), debian, tuple(isolated), downgrades)
+    pinned = _indexes(section, index, where)
+    return Environment(decl, Resolution(target, index, files, text, pinned), debian,
+                       tuple(Isolated(i.skill, Resolution(target, index, i.python.files, i.python.pylock, pinned)) for i in isolated),
+                       downgrades)
+
+
+def _indexes(section: dict[str, Any], index: str, where: str) -> Indexes | None:
+    if "extra_index_urls" not in section and "indexes" not in section:
+        return None
+    try:
+        extra = tuple(scrub(str(u)) for u in section.get("extra_index_urls") or [])
+        pinned = tuple(PinnedIndex(scrub(str(p["url"])), tuple(str(n) for n in p["packages"]))
+                       for p in section.get("indexes") or [])
+    except (KeyError, TypeError) as exc:
+        raise EnvError(f"{where}: environment.indexes is malformed ({exc!r}); regenerate it with: skillctl lock") from None
+    return Indexes(index, extra, pinned)

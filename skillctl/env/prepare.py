@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillctl.env.declare import PROJECT, Declarations, Isolation, skill_declarations
-from skillctl.env.resolve import (Downgrade, PackageFile, Resolution, check_requires_python, downgrades, python_owners,
-                                  resolve, uv_binary, uv_version)
+from skillctl.env.resolve import (Downgrade, IndexOption, PackageFile, Resolution, check_requires_python, downgrades,
+                                  python_owners, resolve, uv_binary, uv_version)
 from skillctl.env.target import Target, probe_image
 from skillctl.errors import EnvError
 
@@ -76,12 +76,22 @@ class Environment:
         return {
             "target": self.target.to_dict(),
             "index_url": self.python.index_url,
+            **index_fields(self.python),
             "declared": self.declarations.to_dict(),
             "python": [f.to_dict() for f in self.python.files],
             "debian": [d.to_dict() for d in self.debian],
             "isolated": [i.to_dict() for i in self.isolated],
             "downgrades": [d.to_dict() for d in self.downgrades],
         }
+
+
+def index_fields(python: Resolution) -> dict[str, Any]:
+    """``extra_index_urls`` and ``indexes`` (pinned) of a resolution, when it used more than
+    ``index_url`` (no credentials: ``Indexes`` never holds them)."""
+    where = python.indexes
+    if where is None:
+        return {}
+    return {"extra_index_urls": list(where.extra), "indexes": [p.to_dict() for p in where.pinned]}
 
 
 def digest_of(doc: Any) -> str:
@@ -146,7 +156,7 @@ def resolve_environment(
     decl: Declarations,
     target: Target,
     *,
-    index: str | None = None,
+    index: IndexOption = None,
     allow_sdist: bool = False,
     refresh: bool = False,
     base_image: str = "",
@@ -162,10 +172,10 @@ def resolve_environment(
     say = progress or (lambda _line: None)
     builder = None
     if allow_sdist:
-        from skillctl.env.resolve import index_url
+        from skillctl.env.resolve import invocation_indexes
         from skillctl.env.sdist import SdistBuilder
 
-        builder = SdistBuilder(client, base_image, target, index_url(index), progress=progress)
+        builder = SdistBuilder(client, base_image, target, invocation_indexes(decl, index), progress=progress)
     with_python = python_owners(decl, target)
     skills_of_run = set(decl.scripts) | set(decl.owners())
     for name in isolation.required:
@@ -248,11 +258,11 @@ def build_environment(env: Environment, client: Any, base_image: str, *, progres
         # here, in containers, from those hash-checked files.
         from skillctl.env.sdist import SdistBuilder
 
-        builder = SdistBuilder(client, base_image, env.target, env.python.index_url, progress=progress)
+        builder = SdistBuilder(client, base_image, env.target, env.python.index_list(), progress=progress)
     wheels = _wheel_files(env.python, builder, progress)
     isolated = [IsolatedFiles(i.skill, i.venv, _wheel_files(i.python, builder, progress)) for i in env.isolated]
     tag = build_env_image(client, base, digest, wheels, debs, uv_bin=uv, progress=progress, force=force,
-                          isolated=isolated)
+                          isolated=isolated, uv=uv_version(uv))
     return _libraries_checked(tag, env, client, say)
 
 
@@ -322,7 +332,7 @@ def run_environment_of(
     base_image: str,
     project: Declarations | None = None,
     locked: Environment | None = None,
-    index: str | None = None,
+    index: IndexOption = None,
     allow_sdist: bool = False,
     client: Any = None,
     bundles: Mapping[str, Any] | None = None,
@@ -406,7 +416,7 @@ def lock_environment(
     lock_path: Any,
     *,
     base_image: str,
-    index: str | None = None,
+    index: IndexOption = None,
     allow_sdist: bool = False,
     client: Any = None,
     ignore_requires_python: Collection[str] = (),
@@ -464,7 +474,7 @@ def run_image(skills: Sequence[Any], store: Any, base_image: str, **options: Any
 
 
 def run_environment(skills: Sequence[Any], store: Any, base_image: str, *, lock_path: Any = None,
-                    lock_environment: Any = None, project_environment: Any = None, index: str | None = None,
+                    lock_environment: Any = None, project_environment: Any = None, index: IndexOption = None,
                     allow_sdist: bool = False, bundles: Mapping[str, Any] | None = None,
                     ignore_requires_python: Collection[str] = (), progress: Progress | None = None,
                     isolate: Sequence[str] = ()) -> RunEnvironment:

@@ -9,8 +9,18 @@ builds nor even considers an sdist. Only wheels are accepted by default; with ``
 the packages uv finds no wheel for are built from their sdists in throwaway containers and
 offered back to uv as wheels (``sdist``), so still nothing of theirs runs on the host.
 
-A resolution is cached under the hash of its inputs (requirements, target, index, options, uv's
-version), so a second run with the same skills needs neither the index nor uv. That makes the
+Indexes: one index URL (``--index-url``), extra ones (``--extra-index-url``, searched before it,
+as uv does: a package comes from the first index that has it), and indexes that packages are
+pinned to (skills.yaml ``environment.indexes`` with ``packages:``): a pinned package is resolved
+only from its index (uv's explicit index and ``[tool.uv.sources]``, through a generated
+pyproject.toml), whatever the other indexes offer. Every package of the pylock records the index
+it came from (``index``). Credentials in an index URL (``https://user:token@host/simple``) are
+given to uv and to downloads only: everything printed, cached or locked names the URL without them
+(``scrub``); a lock's URLs get their credentials again at use, from the index URLs of that
+invocation (options, ``SKILLCTL_INDEX_URL``, ``SKILLCTL_EXTRA_INDEX_URL``) or ``~/.netrc``.
+
+A resolution is cached under the hash of its inputs (requirements, target, indexes, options,
+uv's version), so a second run with the same skills needs neither the index nor uv. That makes the
 check of a merge cheap: ``downgrades`` resolves each skill alone (and in pairs, to name who holds
 a package back) and lists what the merged resolution has at a lower version. A failed resolution
 names every requirement uv cannot install at once (``_failure``), and a platform-only one as such.
@@ -28,12 +38,12 @@ import subprocess
 import sysconfig
 import tempfile
 import tomllib
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
-from typing import Any
-from urllib.parse import unquote, urlparse
+from typing import Any, Union
+from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
@@ -48,14 +58,120 @@ DEFAULT_INDEX = "https://pypi.org/simple"
 Progress = Callable[[str], None]
 
 
+_CREDENTIALS: dict[str, str] = {}  # scheme://host:port/path (scrubbed) -> the URL with credentials
+
+
+def scrub(url: str) -> str:
+    """``url`` without ``user:password@``: what may be printed, cached or locked."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not a URL urllib can read ("http://[::1"): uv refuses it later, in one line
+        return scrub_text(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def scrub_text(text: str) -> str:
+    """Every ``scheme://user:password@`` in ``text`` (uv's messages) without its credentials."""
+    return re.sub(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s]+@", r"\1", text)
+
+
+def _remember(url: str) -> str:
+    """Keep ``url``'s credentials for this process (``authenticated``); return it scrubbed."""
+    clean = scrub(url)
+    if clean != url:
+        _CREDENTIALS[clean.rstrip("/")] = url.rstrip("/")
+    return clean
+
+
+def authenticated(url: str) -> str:
+    """``url`` with the credentials of the index URL it lies under, when this process was given
+    one with credentials (an option, or ``SKILLCTL_INDEX_URL``/``SKILLCTL_EXTRA_INDEX_URL``…);
+    else ``url`` (requests and uv then read ``~/.netrc``)."""
+    if scrub(url) != url:
+        return url
+    for value in (os.environ.get("SKILLCTL_INDEX_URL"), os.environ.get("UV_INDEX_URL"), os.environ.get("PIP_INDEX_URL"),
+                  *_env_extra_urls()):
+        if value:  # a locked run resolves nothing: its downloads find credentials here too
+            _remember(value.rstrip("/"))
+    best = ""
+    for clean in _CREDENTIALS:
+        if (url == clean or url.startswith(clean + "/")) and len(clean) > len(best):
+            best = clean
+    if not best:  # a file of that index, on the same host (/files/… beside /simple)
+        try:
+            parts = urlsplit(url)
+            best = next((c for c in _CREDENTIALS if urlsplit(c)[:2] == parts[:2]), "")
+            return urlunsplit(parts._replace(netloc=urlsplit(_CREDENTIALS[best]).netloc)) if best else url
+        except ValueError:
+            return url
+    return _CREDENTIALS[best] + url[len(best):]
+
+
+def _env_extra_urls() -> tuple[str, ...]:
+    return tuple(u for u in os.environ.get("SKILLCTL_EXTRA_INDEX_URL", "").split() if u)
+
+
+@dataclass(frozen=True)
+class PinnedIndex:
+    """An index some packages come from, and only from it (skills.yaml ``environment.indexes``)."""
+
+    url: str  # without credentials
+    packages: tuple[str, ...]  # canonical names
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"url": self.url, "packages": list(self.packages)}
+
+
+@dataclass(frozen=True)
+class Indexes:
+    """Where packages come from: ``url`` (``--index-url``), ``extra`` (``--extra-index-url``,
+    searched first, as uv does) and ``pinned`` indexes. URLs are kept without credentials;
+    ``authenticated`` gives them back at use."""
+
+    url: str = DEFAULT_INDEX
+    extra: tuple[str, ...] = ()
+    pinned: tuple[PinnedIndex, ...] = ()
+
+    def key(self) -> Any:
+        """What the resolution cache key holds: the URL alone when there is only one index, as before."""
+        if not self.extra and not self.pinned:
+            return self.url
+        return {"url": self.url, "extra": list(self.extra), "pinned": [p.to_dict() for p in self.pinned]}
+
+    def for_package(self, name: str) -> str:
+        """The index a package comes from when it has no wheel (its sdist is looked up there)."""
+        for pin in self.pinned:
+            if canonicalize_name(name) in pin.packages:
+                return pin.url
+        return self.url
+
+    def with_pinned(self, pinned: Sequence[PinnedIndex]) -> "Indexes":
+        return Indexes(self.url, self.extra, tuple(self.pinned) + tuple(pinned))
+
+
+IndexOption = Union[str, Indexes, None]
+
+
 def index_url(explicit: str | None = None) -> str:
     """The package index: the option, else ``SKILLCTL_INDEX_URL``, ``UV_INDEX_URL``,
-    ``PIP_INDEX_URL``, else PyPI."""
+    ``PIP_INDEX_URL``, else PyPI — without credentials (kept for use: ``authenticated``)."""
     for value in (explicit, os.environ.get("SKILLCTL_INDEX_URL"), os.environ.get("UV_INDEX_URL"),
                   os.environ.get("PIP_INDEX_URL")):
         if value:
-            return value.rstrip("/")
+            return _remember(value.rstrip("/"))
     return DEFAULT_INDEX
+
+
+def indexes(option: IndexOption = None, extra: Sequence[str] = (), pinned: Sequence[PinnedIndex] = ()) -> Indexes:
+    """The indexes of one invocation: ``option`` (a URL, or ``Indexes`` already made), extra
+    URLs (else ``SKILLCTL_EXTRA_INDEX_URL``, space-separated) and pinned ones."""
+    if isinstance(option, Indexes):
+        base = option
+    else:
+        base = Indexes(index_url(option), tuple(_remember(u.rstrip("/")) for u in (extra or _env_extra_urls())))
+    return base.with_pinned(pinned) if pinned else base
 
 
 # Trust the platform's certificate store, as Debian's own tools do: uv otherwise trusts only its
@@ -94,6 +210,7 @@ class PackageFile:
     sha256: str
     size: int | None
     kind: str = "wheel"  # or "sdist"
+    index: str = ""  # the index it came from (without credentials), as the pylock records it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -108,7 +225,11 @@ class Resolution:
     target: Target
     index_url: str
     files: tuple[PackageFile, ...]
-    pylock: str  # the PEP 751 text uv wrote
+    pylock: str  # the PEP 751 text uv wrote (each package's ``index`` added)
+    indexes: Indexes | None = None  # every index it used (None: only index_url)
+
+    def index_list(self) -> Indexes:
+        return self.indexes or Indexes(self.index_url)
 
     @property
     def wheels(self) -> tuple[PackageFile, ...]:
@@ -184,7 +305,8 @@ def parse_pylock(text: str, target: Target, where: str = "pylock.toml") -> tuple
         if not url or len(sha) != 64:
             raise EnvError(f"{where}: {name} {version} has no URL or no sha256; every file must be pinned by hash")
         size = entry.get("size")
-        files.append(PackageFile(name, version, _filename(url, entry), url, sha, int(size) if size else None, kind))
+        files.append(PackageFile(name, version, _filename(url, entry), url, sha, int(size) if size else None, kind,
+                                 scrub(str(pkg.get("index") or ""))))
     return tuple(sorted(files, key=lambda f: f.name))
 
 
@@ -223,23 +345,63 @@ def requirement_lines(decl: Declarations, target: Target) -> list[str]:
     return sorted({d.requirement for d in decl.python if _applies(d, target)})
 
 
-def resolution_key(lines: list[str], target: Target, index: str, allow_sdist: bool, uv: str) -> str:
-    doc = {"requirements": lines, "target": target.to_dict(), "index": index, "allow_sdist": allow_sdist, "uv": uv}
+def resolution_key(lines: list[str], target: Target, index: str | Indexes, allow_sdist: bool, uv: str) -> str:
+    where = index.key() if isinstance(index, Indexes) else index
+    doc = {"requirements": lines, "target": target.to_dict(), "index": where, "allow_sdist": allow_sdist, "uv": uv}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-def run_uv(lines: list[str], target: Target, index: str, *, find_links: Path | None = None) -> tuple[int, str, str]:
+def _pyproject(lines: Sequence[str], pinned: Sequence[PinnedIndex]) -> str:
+    """A project whose dependencies are ``lines``, each pinned package bound to its explicit
+    index: the only input through which ``uv pip compile`` takes per-package indexes."""
+    doc = ['[project]', 'name = "skillctl-environment"', 'version = "0"',
+           "dependencies = [" + ", ".join(json.dumps(line) for line in lines) + "]", ""]
+    sources = []
+    for n, pin in enumerate(pinned, 1):
+        doc += ["[[tool.uv.index]]", f'name = "pinned-{n}"', f"url = {json.dumps(authenticated(pin.url))}",
+                "explicit = true", ""]
+        sources += [f'{json.dumps(name)} = {{ index = "pinned-{n}" }}' for name in pin.packages]
+    return "\n".join(doc + ["[tool.uv.sources]"] + sources) + "\n"
+
+
+def run_uv(lines: list[str], target: Target, index: str | Indexes, *,
+           find_links: Path | None = None) -> tuple[int, str, str]:
     """(exit status, pylock text, stderr) of one ``uv pip compile``, building disabled;
-    ``find_links``: a folder of wheels built from sdists, offered beside the index."""
+    ``find_links``: a folder of wheels built from sdists, offered beside the index. ``index``: a
+    URL or ``Indexes``; with pinned indexes a package pinned there that only a dependency pulls in
+    is made a direct requirement and resolved again, since uv binds only direct ones to an index."""
+    where = index if isinstance(index, Indexes) else Indexes(index)
+    status, text, stderr = _compile(lines, target, where, find_links)
+    if status == 0 and where.pinned:
+        pinned = {n for p in where.pinned for n in p.packages}
+        direct = {canonicalize_name(Requirement(line).name) for line in lines}
+        pulled = sorted(pinned & _pylock_names(text) - direct)
+        if pulled:
+            status, text, stderr = _compile(list(lines) + pulled, target, where, find_links)
+    return status, text, stderr
+
+
+def _pylock_names(text: str) -> set[str]:
+    return {canonicalize_name(str(p.get("name", ""))) for p in tomllib.loads(text).get("packages", [])}
+
+
+def _compile(lines: Sequence[str], target: Target, where: Indexes, find_links: Path | None) -> tuple[int, str, str]:
     uv = uv_binary()
     with tempfile.TemporaryDirectory(prefix="skillctl-resolve-") as tmp:
-        req_in = Path(tmp) / "requirements.in"
         out = Path(tmp) / "pylock.toml"
-        req_in.write_text("\n".join(lines) + "\n", "utf-8")
+        if where.pinned:
+            direct = {canonicalize_name(Requirement(line).name) for line in lines}
+            bound = [PinnedIndex(p.url, tuple(n for n in p.packages if n in direct)) for p in where.pinned]
+            req_in = Path(tmp) / "pyproject.toml"
+            req_in.write_text(_pyproject(lines, [p for p in bound if p.packages]), "utf-8")
+        else:
+            req_in = Path(tmp) / "requirements.in"
+            req_in.write_text("\n".join(lines) + "\n", "utf-8")
+        extra = [arg for url in where.extra for arg in ("--extra-index-url", authenticated(url))]
         cmd = [
             uv, "pip", "compile", str(req_in), "--output-file", str(out), "--format", "pylock.toml",
             "--python-version", target.python, "--python-platform", target.uv_platform,
-            "--index-url", index, "--no-config", "--no-header", "--quiet",
+            "--index-url", authenticated(where.url), *extra, "--no-config", "--no-header", "--quiet",
             "--cache-dir", str(cache_dir() / "uv"),
             # uv's promise for --no-build: "resolving will not run arbitrary Python code". It
             # never picks an sdist then, so one with dynamic metadata is never built here to
@@ -255,7 +417,7 @@ def run_uv(lines: list[str], target: Target, index: str, *, find_links: Path | N
         env["UV_PYTHON_DOWNLOADS"] = "never"
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, check=False)
         text = out.read_text("utf-8") if proc.returncode == 0 and out.exists() else ""
-        return proc.returncode, text, proc.stderr
+        return proc.returncode, text, scrub_text(proc.stderr)
 
 
 REASON_LIMIT = 2000  # characters of uv's explanation kept in a message: whole, unless it is huge
@@ -410,11 +572,55 @@ def _clashing(pair: Declarations, a: str, b: str) -> str:
             f"{', '.join(repr(d.requirement) for d in right)}, which cannot be installed together")
 
 
+def invocation_indexes(decl: Declarations, index: IndexOption = None) -> Indexes:
+    """The indexes of a resolution: the invocation's (``index``: a URL or ``Indexes``) plus what
+    ``decl`` declares (skills.yaml ``environment.indexes``): pinned ones, and extra ones."""
+    pinned = tuple(PinnedIndex(d.url, d.packages) for d in decl.indexes if d.packages)
+    where = indexes(index, pinned=pinned)
+    extra = tuple(d.url for d in decl.indexes if not d.packages and d.url not in where.extra)
+    return Indexes(where.url, where.extra + extra, where.pinned) if extra else where
+
+
+def _origin(name: str, sha256: str, where: Indexes) -> str:
+    """The index a package's file came from: its pinned index; the only index; else the first
+    index (in uv's order: extra ones, then the index URL) that lists a file with that sha256."""
+    for pin in where.pinned:
+        if name in pin.packages:
+            return pin.url
+    if not where.extra:
+        return where.url
+    from skillctl.env.simple import project_files
+
+    for url in (*where.extra, where.url):
+        try:
+            if any(f.sha256 == sha256 for f in project_files(authenticated(url), name)):
+                return url
+        except EnvError:
+            continue
+    return where.url
+
+
+def with_origins(text: str, target: Target, where: Indexes) -> str:
+    """uv's pylock with each package's ``index`` (PEP 751: the index it came from) filled in."""
+    from skillctl.env.sdist import dump_toml
+
+    doc = tomllib.loads(text)
+    files = {f.name: f for f in parse_pylock(text, target)}
+    for pkg in doc.get("packages", []):
+        chosen = files.get(canonicalize_name(str(pkg.get("name", ""))))
+        if chosen is not None and not pkg.get("index"):
+            pkg["index"] = _origin(chosen.name, chosen.sha256, where)
+    out = dump_toml(doc)
+    if scrub_text(out) != out:
+        raise EnvError("the resolution names an index with its credentials; refusing to keep it (please report this)")
+    return out
+
+
 def resolve(
     decl: Declarations,
     target: Target,
     *,
-    index: str | None = None,
+    index: IndexOption = None,
     allow_sdist: bool = False,
     builder: Any = None,
     refresh: bool = False,
@@ -423,41 +629,46 @@ def resolve(
 ) -> Resolution:
     """Resolve ``decl``'s Python requirements for ``target`` (cached by inputs).
 
-    With ``allow_sdist``, ``builder`` (a ``skillctl.env.sdist.SdistBuilder``) builds the
+    ``index``: a URL or ``Indexes`` (default: ``index_url()``), plus the indexes ``decl``
+    declares. With ``allow_sdist``, ``builder`` (a ``skillctl.env.sdist.SdistBuilder``) builds the
     packages that have no wheel, each in a throwaway container. ``ignore_requires_python``: the
     skills whose ``requires-python`` is not held against the target (see ``check_requires_python``).
     """
     say = progress or (lambda _line: None)
     check_requires_python(decl, target, ignore_requires_python)
-    index = index_url(index)
+    where = invocation_indexes(decl, index)
+    shown = where.url + "".join(f", {u}" for u in where.extra) + "".join(
+        f", {p.url} (only {', '.join(p.packages)})" for p in where.pinned)
+    recorded = where if (where.extra or where.pinned) else None
     lines = requirement_lines(decl, target)
     if not lines:
-        return Resolution(target, index, (), "")
+        return Resolution(target, where.url, (), "", recorded)
     uv = uv_binary()
-    key = resolution_key(lines, target, index, allow_sdist, uv_version(uv))
+    key = resolution_key(lines, target, where, allow_sdist, uv_version(uv))
     cached = cache_dir() / "env" / "resolutions" / f"{key}.pylock.toml"
     if cached.is_file() and not refresh:
         text = cached.read_text("utf-8")
         say(f"environment: {len(lines)} requirement(s) resolved before (cache {key[:12]})")
-        return Resolution(target, index, parse_pylock(text, target, str(cached)), text)
-    say(f"resolving {len(lines)} requirement(s) for Python {target.python} on {target.uv_platform} from {index}")
+        return Resolution(target, where.url, parse_pylock(text, target, str(cached)), text, recorded)
+    say(f"resolving {len(lines)} requirement(s) for Python {target.python} on {target.uv_platform} from {shown}")
     with tempfile.TemporaryDirectory(prefix="skillctl-built-") as links:
         if allow_sdist:
             from skillctl.env.sdist import resolve_with_sdists
 
-            status, text, stderr = resolve_with_sdists(lines, target, index, builder, Path(links), say)
+            status, text, stderr = resolve_with_sdists(lines, target, where, builder, Path(links), say)
         else:
-            status, text, stderr = run_uv(lines, target, index)
+            status, text, stderr = run_uv(lines, target, where)
         if status != 0:
-            raise _failure(decl, target, index, allow_sdist, stderr, Path(links) if allow_sdist else None)
+            raise _failure(decl, target, where, allow_sdist, scrub_text(stderr), Path(links) if allow_sdist else None)
+    text = with_origins(text, target, where)
     files = parse_pylock(text, target)
     cached.parent.mkdir(parents=True, exist_ok=True)
     tmp = cached.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(text, "utf-8")
     os.replace(tmp, cached)
     for f in files:
-        say(f"  {f.pin} {f.filename}")
-    return Resolution(target, index, files, text)
+        say(f"  {f.pin} {f.filename}" + (f" from {f.index}" if recorded else ""))
+    return Resolution(target, where.url, files, text, recorded)
 
 
 # ------------------------------------------------------------------------------ downgrades

@@ -9,8 +9,10 @@ touch an sdist:
 2. that package's sdist is found on the index (``simple``) and downloaded, sha256-checked;
 3. it is built into a wheel in a throwaway container of the agent image with the sandbox's
    hardened settings (no network, no capabilities, uid 1000, read-only root, size-capped
-   /tmp): the sdist, wheels of its build requirements (resolved and hash-checked like any
-   other wheel) and uv go in, uv builds offline from those files only, the wheel comes out;
+   /tmp: ``SKILLCTL_SDIST_SPACE``, default 2g): the sdist, wheels of its build requirements
+   (resolved and hash-checked like any other wheel) and uv go in — as a tar written to disk and
+   streamed to the engine, never held in memory whole —, uv builds offline from those files
+   only, the wheel comes out; a build that runs out of that space says which setting to raise;
 4. uv resolves again, offered the built wheels through ``--find-links`` — a wheel's metadata is
    static, so reading it runs nothing — and the loop repeats while a built wheel needs another
    package that has only an sdist.
@@ -52,8 +54,8 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from skillctl.env.declare import Declarations, Declared
-from skillctl.env.files import Wanted, ensure_files
-from skillctl.env.resolve import PackageFile, resolve, run_uv, target_tags, uv_binary
+from skillctl.env.files import Wanted, ensure_files, hash_file
+from skillctl.env.resolve import Indexes, PackageFile, authenticated, resolve, run_uv, target_tags, uv_binary
 from skillctl.env.simple import choose_sdist
 from skillctl.env.target import Target, cache_dir
 from skillctl.errors import EnvError, EnvIntegrityError
@@ -93,16 +95,44 @@ def build_requires(sdist: Path) -> list[str]:
     return _DEFAULT_BUILD_REQUIRES
 
 
-def _tar(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in sorted(files.items()):
+DEFAULT_SPACE = "2g"
+_SPACE = re.compile(r"^[1-9][0-9]*[kmg]$")
+
+
+def build_space() -> str:
+    """The size of a build container's /tmp: ``SKILLCTL_SDIST_SPACE`` (e.g. 4g, 512m), else 2g."""
+    value = os.environ.get("SKILLCTL_SDIST_SPACE", "").strip().lower() or DEFAULT_SPACE
+    if not _SPACE.match(value):
+        raise EnvError(f"SKILLCTL_SDIST_SPACE={value!r} is not a size; write e.g. 4g or 512m (default {DEFAULT_SPACE})")
+    return value
+
+
+def _out_of_space(sdist: PackageFile, space: str) -> EnvError:
+    return EnvError(f"building {sdist.filename} ran out of space: its container's /tmp holds {space} (the sdist, its "
+                    "build requirements and what the build writes); set SKILLCTL_SDIST_SPACE to more (e.g. "
+                    f"SKILLCTL_SDIST_SPACE={_double(space)}) and retry")
+
+
+def _double(space: str) -> str:
+    return f"{int(space[:-1]) * 2}{space[-1]}"
+
+
+def write_tar(dest: Any, files: dict[str, Path]) -> None:
+    """A tar of ``files`` (archive name -> file on disk) into the open file ``dest``, read in
+    chunks: owned by 1000, folders listed so the daemon does not make them root's."""
+    with tarfile.open(fileobj=dest, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        folders = sorted({str(Path(name).parent) for name in files} - {"."})
+        for folder in folders:
+            info = tarfile.TarInfo(folder)
+            info.type, info.mode, info.uid, info.gid = tarfile.DIRTYPE, 0o755, 1000, 1000
+            tar.addfile(info)
+        for name, path in sorted(files.items()):
             info = tarfile.TarInfo(name)
-            info.size = len(data)
+            info.size = path.stat().st_size
             info.mode = 0o755 if name.endswith("/uv") else 0o644
             info.uid = info.gid = 1000
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
+            with open(path, "rb") as fh:
+                tar.addfile(info, fh)
 
 
 def _hash(data: bytes) -> str:
@@ -116,7 +146,7 @@ def _target_key(target: Target) -> str:
 class SdistBuilder:
     """Builds source distributions into wheels in throwaway containers of ``base_image``."""
 
-    def __init__(self, client: Any, base_image: str, target: Target, index: str, *,
+    def __init__(self, client: Any, base_image: str, target: Target, index: str | Indexes, *,
                  progress: Progress | None = None) -> None:
         self.client = client
         self.base_image = base_image
@@ -135,7 +165,7 @@ class SdistBuilder:
             return None
         wheel = wheels[0]
         recorded = (folder / "sha256").read_text("utf-8").strip() if (folder / "sha256").is_file() else ""
-        actual = _hash(wheel.read_bytes())
+        actual = hash_file(wheel)  # read in chunks: a built wheel can be large
         if actual != recorded:
             raise EnvIntegrityError(
                 f"the wheel built from {sdist.filename} ({wheel}) has sha256 {actual[:16]}…, not the {recorded[:16]}… "
@@ -180,14 +210,24 @@ class SdistBuilder:
         decl = Declarations(tuple(Declared(r, sdist.name, "build-system.requires") for r in requires))
         build_env = resolve(decl, self.target, index=self.index, progress=self.say)  # wheels only
         deps = ensure_files([Wanted(f.filename, f.url, f.sha256, f.size) for f in build_env.files], progress=self.say)
-        files = {"build/uv": Path(uv_binary()).read_bytes(), f"build/{sdist.filename}": path.read_bytes()}
-        files.update({f"build/wheels/{p.name}": p.read_bytes() for p in deps})
+        files = {"build/uv": Path(uv_binary()), f"build/{sdist.filename}": path}
+        files.update({f"build/wheels/{p.name}": p for p in deps})
+        from skillctl.errors import SandboxError
         from skillctl.sandbox import open_sandbox
 
+        space = build_space()
         # The sandbox's hardened settings; the network is named here so no default elsewhere can
         # ever give a build one.
-        with open_sandbox("docker", image=self.base_image, client=self.client, network="none", tmp_size="2g") as box:
-            box.put_archive("/tmp", _tar(files), user="1000:1000")
+        with tempfile.TemporaryFile(prefix="skillctl-sdist-", dir=cache_dir()) as tar, \
+                open_sandbox("docker", image=self.base_image, client=self.client, network="none", tmp_size=space) as box:
+            write_tar(tar, files)
+            tar.seek(0)
+            try:
+                box.put_archive("/tmp", tar)
+            except SandboxError as exc:
+                if "no space left" in str(exc).lower():
+                    raise _out_of_space(sdist, space) from None
+                raise
             result = box.exec(
                 "cd /tmp/build && ./uv build --no-config --color never --offline --no-index --find-links wheels "
                 "--no-python-downloads --python /usr/bin/python3 --wheel --out-dir out -- "
@@ -196,7 +236,10 @@ class SdistBuilder:
                 env={"UV_CACHE_DIR": "/tmp/build/cache", "HOME": "/tmp/build", "SOURCE_DATE_EPOCH": _SOURCE_DATE_EPOCH},
             )
             if not result.ok:
-                reason = "timed out" if result.outcome_type == "timeout" else _build_failure(result.stdout + "\n" + result.stderr)
+                output = result.stdout + "\n" + result.stderr
+                if result.outcome_type != "timeout" and "no space left on device" in output.lower():
+                    raise _out_of_space(sdist, space)
+                reason = "timed out" if result.outcome_type == "timeout" else _build_failure(output)
                 raise EnvError(f"building {sdist.filename} failed in its container: {reason}")
             archive = box.get_archive("/tmp/build/out")
         return wheel_from_output(sdist, archive, self.target)
@@ -269,7 +312,7 @@ def _wanted(name: str, requirements: Sequence[Requirement], target: Target) -> S
     return spec
 
 
-def _next_sdist(stderr: str, built: dict[tuple[str, str], Path], lines: Sequence[str], index: str,
+def _next_sdist(stderr: str, built: dict[tuple[str, str], Path], lines: Sequence[str], index: str | Indexes,
                 target: Target) -> PackageFile | None:
     """The next source distribution to build, from uv's report of what has no usable wheel;
     None when uv's failure is of another kind or names only what was built already."""
@@ -292,11 +335,12 @@ def _next_sdist(stderr: str, built: dict[tuple[str, str], Path], lines: Sequence
             continue  # its newest allowed version is built; uv needs something no sdist here offers
         else:
             wanted = _wanted(name, known, target)
-        return choose_sdist(index, name, wanted, target)
+        where = index.for_package(name) if isinstance(index, Indexes) else index
+        return choose_sdist(authenticated(where), name, wanted, target)
     return None
 
 
-def resolve_with_sdists(lines: Sequence[str], target: Target, index: str, builder: SdistBuilder | None,
+def resolve_with_sdists(lines: Sequence[str], target: Target, index: str | Indexes, builder: SdistBuilder | None,
                         links: Path, say: Progress, *, max_builds: int = MAX_BUILDS) -> tuple[int, str, str]:
     """(exit status, pylock text, uv's stderr) of a resolution that may use sdists, each built
     in a container; the pylock names the sdists, not the wheels built here."""
@@ -337,6 +381,7 @@ def pylock_with_sdists(text: str, sdists: dict[tuple[str, str], PackageFile]) ->
         if sdist is None:
             continue
         pkg.pop("wheels", None)
+        pkg.pop("index", None)  # where uv saw the wheel (find-links); the sdist's index is filled in after
         entry: dict[str, Any] = {"name": sdist.filename, "url": sdist.url}
         if sdist.size:
             entry["size"] = sdist.size

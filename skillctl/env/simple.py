@@ -17,7 +17,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 from packaging.version import Version
 
-from skillctl.env.resolve import PackageFile
+from skillctl.env.resolve import PackageFile, scrub, scrub_text
 from skillctl.env.target import Target
 from skillctl.errors import EnvError
 from skillctl.nesting import loads_json
@@ -83,27 +83,28 @@ def project_files(index: str, name: str) -> list[IndexFile]:
     import requests
 
     page = f"{index.rstrip('/')}/{canonicalize_name(name)}/"
+    shown = scrub(page)  # messages never carry the index's credentials
     try:
         with requests.get(page, headers={"Accept": _ACCEPT}, stream=True, timeout=(10, 60)) as resp:
             if resp.status_code != 200:
-                raise EnvError(f"the package index has no page for {name} ({page}: HTTP {resp.status_code})")
+                raise EnvError(f"the package index has no page for {name} ({shown}: HTTP {resp.status_code})")
             chunks, total = [], 0
             for chunk in resp.iter_content(1 << 16):
                 chunks.append(chunk)
                 total += len(chunk)
                 if total > MAX_PAGE_BYTES:
-                    raise EnvError(f"{page} is larger than {MAX_PAGE_BYTES // 2**20} MB; refusing to read it")
+                    raise EnvError(f"{shown} is larger than {MAX_PAGE_BYTES // 2**20} MB; refusing to read it")
             body = b"".join(chunks)
             ctype = resp.headers.get("Content-Type", "")
             final = resp.url or page
     except requests.RequestException as exc:
-        raise EnvError(f"reading {page} failed ({type(exc).__name__}: {exc})") from None
+        raise EnvError(f"reading {shown} failed ({type(exc).__name__}: {scrub_text(str(exc))})") from None
     try:
         if "json" in ctype:
             return _files_from_json(loads_json(body), final)
         return _files_from_html(body.decode("utf-8", errors="replace"), final)
     except (ValueError, AttributeError) as exc:
-        raise EnvError(f"{page} is not a package index page ({exc})") from None
+        raise EnvError(f"{shown} is not a package index page ({exc})") from None
 
 
 def _python_ok(requires_python: str, target: Target) -> bool:
@@ -138,4 +139,4 @@ def choose_sdist(index: str, name: str, wanted: SpecifierSet, target: Target) ->
     version, best = max(pool, key=lambda c: c[0])
     if len(best.sha256) != 64:
         raise EnvError(f"the index lists {best.filename} without a sha256; refusing to download an unpinned file")
-    return PackageFile(canonicalize_name(name), str(version), best.filename, best.url, best.sha256, best.size, "sdist")
+    return PackageFile(canonicalize_name(name), str(version), best.filename, scrub(best.url), best.sha256, best.size, "sdist")

@@ -38,7 +38,7 @@ class EnvOptions:
     """How a lock's environment is resolved (``skillctl.env``): the package index, sdists, and
     the agent image whose Python it is for (default: the one ``skillctl image build`` makes)."""
 
-    index: str | None = None
+    index: Any = None  # a URL, or skillctl.env.resolve.Indexes (with extra indexes)
     allow_sdist: bool = False
     image: str | None = None
     # --ignore-requires-python: recorded in the lock, with skills.yaml's own list

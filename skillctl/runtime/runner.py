@@ -246,8 +246,12 @@ class Runner:
 
             project_environment = load_project(self.spec.project).environment
             ignored += ignored_requires_python(project_environment, str(self.spec.project))
+        from skillctl.env.resolve import indexes
+
         chosen = run_environment(skills, registry, base, lock_path=self.spec.lock, lock_environment=lock_environment,
-                                 project_environment=project_environment, index=self.spec.index_url,
+                                 project_environment=project_environment,
+                                 index=indexes(self.spec.index_url, self.spec.extra_index_urls) if self.spec.extra_index_urls
+                                 else self.spec.index_url,
                                  allow_sdist=self.spec.allow_sdist, bundles=self.bundles, ignore_requires_python=ignored,
                                  progress=self.progress, isolate=tuple(self.spec.isolate_env))
         self.isolated = chosen.isolated

@@ -45,10 +45,10 @@ class RunSpec:
       registry; opened only when there are skills to load.
     - ``sandbox``: ``docker`` or ``local`` (needs ``allow_unsafe_local``); ``image``: the image
       (default: the agent image, built if missing) that the skills' environment is layered on
-      (``index_url``, ``allow_sdist``: where its packages come from; ``ignore_requires_python``:
-      skills whose ``requires-python`` is not held against the image, added to the lock's and
-      skills.yaml's lists; ``isolate_env``: skills given a venv of their own instead of the merged
-      one); ``sandbox_settings``:
+      (``index_url``, ``extra_index_urls``, ``allow_sdist``: where its packages come from;
+      ``ignore_requires_python``: skills whose ``requires-python`` is not held against the image,
+      added to the lock's and skills.yaml's lists; ``isolate_env``: skills given a venv of their
+      own instead of the merged one); ``sandbox_settings``:
       backend settings, e.g. ``{"memory": "4g", "cpus": 2}`` for docker.
     - ``inputs`` are staged into the workspace; ``output_dir`` receives the workspace afterwards;
       ``memory``: long-term memory, a NAME (kept in the user data folder) or a folder path.
@@ -87,6 +87,7 @@ class RunSpec:
     allow_unsafe_local: bool = False
     image: str | None = None
     index_url: str | None = None
+    extra_index_urls: Sequence[str] = ()
     allow_sdist: bool = False
     isolate_env: Sequence[str] = ()
     ignore_requires_python: Sequence[str] = ()

@@ -32,7 +32,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import PurePosixPath
-from typing import Any, Iterator, Sequence
+from typing import Any, BinaryIO, Iterator, Sequence
 
 from skillctl.errors import SandboxError, SandboxTimeout
 from skillctl.protocols import ExecResult
@@ -62,6 +62,12 @@ _TIMEOUT_EXIT_CODES = (124, 137)
 
 _SAFE_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _ARCHIVE_CHUNK = 1 << 20  # bytes read from an archive stream at a time
+
+
+def _rewound(fh: BinaryIO) -> BinaryIO:
+    """``fh`` from its start: a retried upload sends the whole archive again."""
+    fh.seek(0)
+    return fh
 
 
 def _seconds(value: float) -> str:
@@ -143,6 +149,7 @@ class DockerSandbox:
             tmpfs_volume("/skills", self.settings.skills_size, "mode=0755,uid=0,gid=0"),
             tmpfs_volume(self.settings.workdir, self.settings.workspace_size, f"mode=0755,uid={uid},gid={gid}"),
             tmpfs_volume("/tmp", self.settings.tmp_size, "mode=1777"),
+            tmpfs_volume(self.settings.home, self.settings.home_size, f"mode=0700,uid={uid},gid={gid}"),
         ] + [
             tmpfs_volume(d, self.settings.extra_dir_size, f"mode=0755,uid={uid},gid={gid}") for d in self.settings.extra_dirs
         ]
@@ -187,7 +194,7 @@ class DockerSandbox:
                 # The init and the keep-alive; commands run as ``s.user`` (see ``exec``).
                 user=s.keepalive_user,
                 working_dir=s.workdir,
-                environment=dict(s.env),
+                environment={"HOME": s.home, **dict(s.env)},
                 network_mode=s.network,
                 dns=list(s.dns) or None,
                 cap_drop=["ALL"],
@@ -263,7 +270,7 @@ class DockerSandbox:
         s = self.settings
         argv = [SUPERVISOR, *(["--keep-background"] if s.keep_background else []), "--",
                 TIMEOUT, "-k", _seconds(s.kill_after_s), _seconds(timeout_s), SH, "-c", command]
-        environment = dict(s.env)
+        environment = {"HOME": s.home, **dict(s.env)}  # the image says /workspace: the agent's is its own
         environment.update(env or {})
         api = self.client.api
         try:
@@ -486,9 +493,11 @@ class DockerSandbox:
                 dst.addfile(member, src.extractfile(member) if member.isfile() else None)
         return buf.getvalue()
 
-    def put_archive(self, dest_dir: str, tar_bytes: bytes, *, user: str | None = None) -> None:
+    def put_archive(self, dest_dir: str, tar_bytes: bytes | BinaryIO, *, user: str | None = None) -> None:
         """Unpack ``tar_bytes`` into ``dest_dir`` through the Docker archive API.
 
+        ``tar_bytes`` may be an open, seekable file instead of bytes: it is streamed to the
+        engine, never read whole (owners then stay as in the archive: no ``user``).
         Owners are kept as in the archive, or set to ``user`` when given. A missing
         ``dest_dir`` is created (as ``user``, or root) first. Only ``/skills``, the workdir and
         ``/tmp`` are writable: the root filesystem is read-only.
@@ -498,6 +507,9 @@ class DockerSandbox:
         cid = self._require_started()
         if not dest_dir.startswith("/"):
             raise SandboxError(f"put_archive needs an absolute folder in the sandbox, got {dest_dir!r}")
+        streamed = not isinstance(tar_bytes, (bytes, bytearray))
+        if streamed and user is not None:
+            raise SandboxError("put_archive streams a tar file with the owners it names; give bytes to set a user")
         if user is not None:
             try:
                 tar_bytes = self._chown_tar(tar_bytes, *self._user_ids(user))
@@ -507,7 +519,7 @@ class DockerSandbox:
         for attempt in (1, 2):
             try:
                 # Unpacking the same archive twice gives the same files: safe to retry.
-                if retry(lambda: api.put_archive(cid, dest_dir, tar_bytes)):
+                if retry(lambda: api.put_archive(cid, dest_dir, _rewound(tar_bytes) if streamed else tar_bytes)):
                     return
                 raise SandboxError(f"the daemon refused to unpack an archive into {dest_dir}")
             except docker.errors.NotFound as exc:

@@ -143,6 +143,7 @@ class LocalSandbox:
             self._home.mkdir(mode=0o700)  # private, like mkdtemp; never an existing folder
             for area in self._areas:
                 (self._home / area).mkdir()
+            (self._home / ".home").mkdir(mode=0o700)  # HOME, outside the workspace (not a sandbox path)
         except OSError as exc:
             raise SandboxError(f"cannot create the local sandbox folder {self._home}: {exc.strerror or exc}") from exc
         self._root = self._home
@@ -194,7 +195,7 @@ class LocalSandbox:
         workdir = self._host_path(cwd) if cwd else root / "workspace"
         environment = {
             "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
-            "HOME": str(root / "workspace"),
+            "HOME": str(root / ".home"),
             "TMPDIR": str(root / "tmp"),
             "LANG": "C.UTF-8",
             "SKILLS_DIR": str(root / "skills"),

@@ -2,7 +2,8 @@
 
 Every default denies: no network, no capabilities, no privilege gain, bounded processes,
 memory and CPU, a read-only root filesystem, a non-root user. The only writable places are
-size-capped tmpfs: ``/workspace`` (the agent's), ``/tmp``, ``/dev/shm`` (POSIX shared memory and
+size-capped tmpfs: ``/workspace`` (the agent's), its HOME ``/home/agent`` (outside the workspace,
+so caches written there never come back with ``--output``), ``/tmp``, ``/dev/shm`` (POSIX shared memory and
 semaphores, which Python's multiprocessing needs), and ``/skills`` (writable only by root, which
 is how skills are copied in; the agent can only read it) — plus one more, the agent's, per
 ``extra_dirs`` entry (e.g. ``/memory`` for long-term memory). ``/dev/mqueue`` is closed: the
@@ -49,9 +50,13 @@ class SandboxSettings:
     keepalive_user: str = "65534:65534"  # nobody: the container's init and keep-alive, out of the agent's reach
     ttl_s: int = 3600  # the container's entrypoint sleeps this long, then it exits by itself
     workdir: str = "/workspace"
+    # The agent's HOME: its own tmpfs outside the workspace, so what tools cache there
+    # (~/.cache/onnxruntime, ~/.config, pip's cache) never comes back with the outputs.
+    home: str = "/home/agent"
     read_only: bool = True
     workspace_size: str = "1g"
     tmp_size: str = "256m"
+    home_size: str = "256m"
     skills_size: str = "256m"
     shm_size: str = "64m"  # /dev/shm
     max_capture_bytes: int = DEFAULT_CAPTURE_BYTES  # per stream, per command
@@ -81,6 +86,13 @@ class SandboxSettings:
             problems.append(f"max_step_capture_bytes must be at least 2048, got {self.max_step_capture_bytes}")
         if not self.workdir.startswith("/"):
             problems.append(f"workdir must be an absolute path, got {self.workdir!r}")
+        home = self.home.rstrip("/")
+        if not home.startswith("/") or ".." in home.split("/"):
+            problems.append(f"home must be an absolute path, got {self.home!r}")
+        elif home == self.workdir.rstrip("/") or home.startswith(self.workdir.rstrip("/") + "/") \
+                or self.workdir.startswith(home + "/"):
+            problems.append(f"home ({self.home}) must be outside the workdir ({self.workdir}): caches written there "
+                            "would come back with the outputs")
         uid, _, gid = self.user.partition(":")
         if not (uid.isdigit() and (not gid or gid.isdigit())):
             problems.append(f"user must be numeric uid[:gid] (it owns the workspace mount), got {self.user!r}")

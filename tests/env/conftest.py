@@ -100,6 +100,11 @@ def remove_images(ids) -> None:
                 patient.images.remove(image_id, force=True)
             except docker.errors.NotFound:
                 pass
+            except docker.errors.APIError as exc:
+                if exc.status_code != 409:
+                    raise
+                # "being used by running container": another session's image, made meanwhile
+                # from the same one-off packages (its tests run now): not ours to remove
     finally:
         patient.close()
 
@@ -109,8 +114,9 @@ def own_env_images(docker_client):
     """Remove, after the test, the environment images it built from one-off packages (and only
     those: other images on the shared engine are left alone). Listed in one call, labels
     included: inspecting each image in turn fails when another session removes one meanwhile."""
-    def env_images():
-        return docker_client.api.images(filters={"label": "org.skillctl.env"})
+    def env_images():  # environment images and the parts they are assembled from
+        return (docker_client.api.images(filters={"label": "org.skillctl.env"})
+                + docker_client.api.images(filters={"label": "org.skillctl.env.part"}))
 
     before = {i["Id"] for i in env_images()}
     yield

@@ -170,3 +170,39 @@ def test_a_run_fetches_each_bundle_once_for_its_environment_and_its_loader(proje
     assert result.outcome == "answered", result.message
     assert counting.fetched == {"needs-six": 1, "plain": 1}
     assert "six 1.16.0" in (tmp_path / "t.jsonl").read_text()
+
+
+def test_an_environment_with_one_more_package_reuses_the_others_parts(project, tmp_path, docker_client):
+    """six | charset-normalizer + idna | pyyaml fall in three parts (by name): adding pyyaml
+    builds its part only. The merged venv lists every package, scripts' shebangs name the
+    venv's python, and the build log has uv's lines whole."""
+    def part_ids():
+        return {i["Id"] for i in docker_client.api.images(filters={"label": "org.skillctl.env.part"})}
+
+    before, built, images = part_ids(), [], []
+    try:
+        base_set = ["six==1.17.0", "charset-normalizer==3.5.3", "idna==3.20"]
+        for name, python in (("first", base_set), ("second", base_set + ["pyyaml==6.0.4"])):
+            (tmp_path / f"{name}.yaml").write_text(json.dumps({"skills": {}, "environment": {"python": python}}))
+            result = invoke(project, "env", "build", "--requirements", str(tmp_path / f"{name}.yaml"), "--format", "json")
+            assert result.exit_code == 0, result.output
+            images.append(json.loads(result.stdout)["image"])
+            if "building environment image" in result.stderr:
+                built.append(images[-1])  # this test's own: removed at the end
+        log = result.stderr
+        assert "(4 wheel(s) in 3 part(s)" in log or "is up to date" in log, log[-3000:]
+        if "is up to date" not in log:
+            assert log.count("is built already") == 2, log[-3000:]  # six's part, and idna's with charset-normalizer's
+            assert "   + pyyaml==6.0.4\n" in log and "\x1b[" not in log and "\n  ==\n" not in log
+        script = ("import importlib.metadata as m; print(sorted(d.metadata['Name'].lower() for d in m.distributions()));"
+                  "import yaml, six, idna, charset_normalizer; print('imports ok')")
+        out = docker_client.containers.run(
+            images[1], entrypoint=["/bin/sh", "-c"], remove=True, network_mode="none",
+            command=[f'python3 -c "{script}" && head -1 "$(command -v normalizer)" && normalizer --version'],
+        ).decode()
+        assert "['charset-normalizer', 'idna', 'pyyaml', 'six']" in out and "imports ok" in out, out
+        assert "#!/opt/skills-env/bin/python\n" in out and "3.5.3" in out, out
+    finally:
+        from .conftest import remove_images
+
+        remove_images([*built, *(part_ids() - before)])

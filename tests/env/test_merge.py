@@ -124,7 +124,7 @@ def test_a_bad_isolate_setting_in_skills_yaml_is_one_line(value, message):
         project_declarations({"python": ["six"], "isolate": value})
     assert project_isolation({"isolate": "auto"}) == Isolation(auto=True)
     assert project_isolation({"isolate": ["a", "b-c"]}) == Isolation(("a", "b-c"))
-    with pytest.raises(EnvError, match="allowed: python, debian, isolate"):
+    with pytest.raises(EnvError, match="allowed: python, debian, indexes, isolate, ignore-requires-python"):
         project_declarations({"pythn": []})
 
 

@@ -167,3 +167,44 @@ def test_the_number_of_sdists_built_for_one_environment_is_bounded(served_sdists
         resolve_with_sdists(["markerpkg"], target, index.url, builder, tmp_path / "links", lambda _line: None,
                             max_builds=1)
     assert not marker.exists()
+
+
+def test_a_build_that_fills_its_space_names_the_setting_and_the_files_go_in_streamed(served_sdists, index, tmp_path,
+                                                                                      docker_client, agent_image,
+                                                                                      monkeypatch):
+    """The build container's /tmp is SKILLCTL_SDIST_SPACE big: 64m holds uv, setuptools and the
+    sdist (streamed in from a tar on disk), not the 80 MB this setup.py writes."""
+    from skillctl.env.declare import Declarations, Declared
+    from skillctl.env.prepare import resolve_environment
+    from skillctl.env.sdist import build_space
+    from skillctl.errors import EnvError
+
+    add, target = served_sdists
+    marker = tmp_path / "setup-py-ran-on-the-host"
+    add(big_sdist(tmp_path, marker))
+    decl = Declarations((Declared("bigbuild", "a-skill", "scripts/x.py (PEP 723)"),))
+    monkeypatch.setenv("SKILLCTL_SDIST_SPACE", "64m")
+    with pytest.raises(EnvError) as err:
+        resolve_environment(decl, target, index=index.url, allow_sdist=True, base_image=agent_image, client=docker_client)
+    assert str(err.value).startswith("building bigbuild-1.0.tar.gz ran out of space: its container's /tmp holds 64m")
+    assert "SKILLCTL_SDIST_SPACE=128m" in str(err.value) and "\n" not in str(err.value)
+    assert not marker.exists()
+    monkeypatch.setenv("SKILLCTL_SDIST_SPACE", "lots")
+    with pytest.raises(EnvError, match=r"SKILLCTL_SDIST_SPACE='lots' is not a size; write e.g. 4g or 512m"):
+        build_space()
+    monkeypatch.delenv("SKILLCTL_SDIST_SPACE")
+    assert build_space() == "2g"
+
+
+def big_sdist(folder, marker):
+    """A setup.py sdist whose build writes 80 MB beside itself (in the container's /tmp)."""
+    from .sdists import _write_sdist
+
+    base = "bigbuild-1.0"
+    setup = (f"import pathlib\ntry:\n    pathlib.Path({str(marker)!r}).write_text('ran')\nexcept OSError:\n    pass\n"
+             "with open('filler.bin', 'wb') as fh:\n    for _ in range(80):\n        fh.write(b'x' * (1 << 20))\n"
+             "from setuptools import setup\nsetup(name='bigbuild', version='1.0', packages=['bigbuild'])\n")
+    return _write_sdist(folder / f"{base}.tar.gz", {
+        f"{base}/setup.py": setup, f"{base}/bigbuild/__init__.py": "VALUE = 1\n",
+        f"{base}/PKG-INFO": "Metadata-Version: 1.0\nName: bigbuild\nVersion: 1.0\n",
+    })

@@ -322,7 +322,7 @@ def test_stop_removes_container_and_volumes(agent_image, docker_client):
     with sb:
         cid = sb.container_id
         volumes = [m["Name"] for m in docker_client.api.inspect_container(cid)["Mounts"]]
-        assert len(volumes) == 3
+        assert len(volumes) == 4  # /skills, /workspace, /tmp and the agent's HOME
     assert not docker_client.api.containers(all=True, filters={"id": cid})
     remaining = {v.name for v in docker_client.volumes.list()}
     assert not remaining & set(volumes)
