@@ -14,7 +14,8 @@ agent image, the baseline. Each script ends as:
 Needs the package index (PyPI by default: ``--index-url``) and Docker; downloads what the
 environments need (large for scientific skills: ``--skip`` what you cannot afford).
 
-    python bench/real_skills_probe.py ../shared/real-skills/* [--skip NAME] [--format json]
+    python bench/real_skills_probe.py ../shared/real-skills/* [--skip NAME] [--allow-sdist] [--isolate-auto]
+        [--format json]
 
 Last lines: ``ROOT: plain started=A missing=B other=C | env started=D missing=E other=F``.
 """
@@ -104,14 +105,14 @@ def start_scripts(client, image: str, skills: list[Path]) -> dict[str, tuple[str
             if not scripts:
                 continue
             tar.add(skill, arcname=f"skills/{skill.name}", filter=lambda m: m if "/.git" not in m.name else None)
-            paths += [f"/probe/skills/{skill.name}/{s}" for s in scripts]
+            paths += [f"/skills/{skill.name}/{s}" for s in scripts]
     if not paths:
         return {}
     container = client.containers.create(image, entrypoint=["/bin/sh", "-c", _LOOP, "probe"], command=paths,
                                          network_mode="none", cap_drop=["ALL"], security_opt=["no-new-privileges"],
-                                         mem_limit="2g", working_dir="/probe")
+                                         mem_limit="2g", working_dir="/tmp")
     try:
-        container.put_archive("/", _under("probe", buf.getvalue()))
+        container.put_archive("/", _under(buf.getvalue()))
         container.start()
         container.wait(timeout=3600)
         text = container.logs().decode("utf-8", "replace")
@@ -121,7 +122,7 @@ def start_scripts(client, image: str, skills: list[Path]) -> dict[str, tuple[str
     for chunk in text.split("@@@ ")[1:]:
         head, _, body = chunk.partition("\n")
         rc, _, path = head.partition(" ")
-        key = path.removeprefix("/probe/skills/")
+        key = path.removeprefix("/skills/")
         miss = _MISSING_RE.search(body)
         if rc == "0" or (rc == "2" and "usage:" in body.lower()):
             results[key] = ("started", "")
@@ -133,15 +134,15 @@ def start_scripts(client, image: str, skills: list[Path]) -> dict[str, tuple[str
     return results
 
 
-def _under(prefix: str, data: bytes) -> bytes:
-    """The tar ``data`` with every member moved under ``prefix/`` (and the folder itself)."""
+def _under(data: bytes) -> bytes:
+    """The tar ``data`` (``skills/NAME/…``, where the sandbox puts skills) readable by the
+    image's user, owned by root."""
     out = io.BytesIO()
     with tarfile.open(fileobj=io.BytesIO(data)) as src, tarfile.open(fileobj=out, mode="w") as dst:
-        top = tarfile.TarInfo(prefix)
+        top = tarfile.TarInfo("skills")
         top.type, top.mode = tarfile.DIRTYPE, 0o755
         dst.addfile(top)
         for member in src.getmembers():
-            member.name = f"{prefix}/{member.name}"
             member.uid = member.gid = 0
             member.mode |= 0o444 if not member.isdir() else 0o555
             dst.addfile(member, src.extractfile(member) if member.isfile() else None)
@@ -162,9 +163,12 @@ def main() -> int:
     parser.add_argument("--only", action="append", default=[], metavar="SKILL", help="Probe only these skills (repeatable).")
     parser.add_argument("--index-url", default=None)
     parser.add_argument("--allow-sdist", action="store_true", help="Build packages that publish no wheel (in containers).")
+    parser.add_argument("--isolate-auto", action="store_true",
+                        help="Give every skill the merge holds back a venv of its own (environment: isolate: auto).")
     parser.add_argument("--format", choices=["text", "json"], default="text")
     args = parser.parse_args()
 
+    from skillctl.env.declare import Isolation
     from skillctl.env.prepare import build_environment, resolve_environment
     from skillctl.env.resolve import index_url
     from skillctl.env.target import probe_image
@@ -191,7 +195,8 @@ def main() -> int:
             options = {"allow_sdist": True, "builder": SdistBuilder(client, base, target, index_url(args.index_url), progress=say)}
         decl, left_out = resolvable(decl, target, args.index_url, say, **options)
         env = resolve_environment(decl, target, index=args.index_url, base_image=base, client=client,
-                                  allow_sdist=args.allow_sdist, ignore_requires_python=decl.owners(), progress=say)
+                                  allow_sdist=args.allow_sdist, ignore_requires_python=decl.owners(), progress=say,
+                                  isolation=Isolation(auto=args.isolate_auto))
         image = build_environment(env, client, base, progress=say)
         prepared_s = time.monotonic() - started
         plain = start_scripts(client, base, skills)

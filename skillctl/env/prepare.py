@@ -9,6 +9,7 @@ through one callback.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -226,8 +227,7 @@ def resolve_environment(
 def _without_python_of(decl: Declarations, owners: set[str]) -> Declarations:
     """``decl`` without the Python requirements of ``owners`` (their Debian packages and
     requires-python stay: the image and its interpreter are shared)."""
-    return Declarations(tuple(d for d in decl.python if d.owner not in owners), decl.requires_python, decl.debian,
-                        decl.scripts)
+    return dataclasses.replace(decl, python=tuple(d for d in decl.python if d.owner not in owners))
 
 
 def build_environment(env: Environment, client: Any, base_image: str, *, progress: Progress | None = None,

@@ -28,6 +28,7 @@ names every requirement uv cannot install at once (``_failure``), and a platform
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -489,8 +490,7 @@ def _problem(name: str, stderr: str, target: Target, allow_sdist: bool) -> str:
 
 
 def _without(decl: Declarations, names: set[str]) -> Declarations:
-    return Declarations(tuple(d for d in decl.python if d.name not in names), decl.requires_python, decl.debian,
-                        decl.scripts)
+    return dataclasses.replace(decl, python=tuple(d for d in decl.python if d.name not in names))  # indexes kept
 
 
 def _unresolvable(decl: Declarations, target: Target, index: str, stderr: str,
