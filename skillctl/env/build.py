@@ -82,6 +82,19 @@ BUCKETS = 4
 # Who makes the venv in the build stage: a uid that owns nothing else in the image.
 BUILD_USER = "65534:65534"
 
+# How a venv is made in a build stage (a part's, an isolated skill's): by an unprivileged user
+# owning only the venv, offline, every wheel pinned by hash, none of their code run.
+_INSTALL = """\
+RUN mkdir -p {venv} && chown {build_user} {venv}
+USER {build_user}
+# compileall exits 1 when a file does not compile (some wheels ship such files): not an error.
+RUN /tmp/skillctl-build/uv venv --no-config --no-cache --color never --no-python-downloads --python {python3} {venv} \\
+ && /tmp/skillctl-build/uv pip install --no-config --color never --offline --no-cache --no-index \\
+      --find-links /tmp/skillctl-build/wheels --require-hashes --no-deps --only-binary :all: \\
+      --link-mode copy --python {venv}/bin/python -r /tmp/skillctl-build/requirements.txt \\
+ && {{ {python3} -I -S -m compileall -q -j 0 {venv}/lib || [ $? -eq 1 ]; }}
+"""
+
 _PART_DOCKERFILE = """\
 ARG BASE
 FROM ${{BASE}} AS install
@@ -91,15 +104,7 @@ USER 0:0
 COPY uv /tmp/skillctl-build/uv
 COPY wheels/ /tmp/skillctl-build/wheels/
 COPY requirements.txt /tmp/skillctl-build/requirements.txt
-RUN mkdir -p {venv} && chown {build_user} {venv}
-USER {build_user}
-# compileall exits 1 when a file does not compile (some wheels ship such files): not an error.
-RUN /tmp/skillctl-build/uv venv --no-config --no-cache --color never --no-python-downloads --python {python3} {venv} \\
- && /tmp/skillctl-build/uv pip install --no-config --color never --offline --no-cache --no-index \\
-      --find-links /tmp/skillctl-build/wheels --require-hashes --no-deps --only-binary :all: \\
-      --link-mode copy --python {venv}/bin/python -r /tmp/skillctl-build/requirements.txt \\
- && {{ {python3} -I -S -m compileall -q -j 0 {venv}/lib || [ $? -eq 1 ]; }}
-
+{install}
 FROM scratch
 COPY --from=install {venv} {venv}
 """
@@ -127,14 +132,7 @@ USER 0:0
 COPY uv /tmp/skillctl-build/uv
 COPY isolated/{n}/wheels/ /tmp/skillctl-build/wheels/
 COPY isolated/{n}/requirements.txt /tmp/skillctl-build/requirements.txt
-RUN mkdir -p {venv} && chown {build_user} {venv}
-USER {build_user}
-RUN /tmp/skillctl-build/uv venv --no-config --no-cache --color never --no-python-downloads --python {python3} {venv} \\
- && /tmp/skillctl-build/uv pip install --no-config --color never --offline --no-cache --no-index \\
-      --find-links /tmp/skillctl-build/wheels --require-hashes --no-deps --only-binary :all: \\
-      --link-mode copy --python {venv}/bin/python -r /tmp/skillctl-build/requirements.txt \\
- && {{ {python3} -I -S -m compileall -q -j 0 {venv}/lib || [ $? -eq 1 ]; }}
-
+{install}
 """
 _ISOLATED_COPY = "COPY --from=iso{n} --chown=0:0 {venv} {venv}\n"
 _ISOLATED_FINAL = """\
@@ -261,13 +259,16 @@ def _wheels_folder(folder: Path, wheels: Sequence[EnvFile]) -> None:
     (folder / "requirements.txt").write_text("\n".join(sorted(lines)) + "\n", "utf-8")
 
 
+def _install(venv: str) -> str:
+    return _INSTALL.format(venv=venv, build_user=BUILD_USER, python3=PYTHON3)
+
+
 def _part_context(tmp: Path, wheels: Sequence[EnvFile], uv_bin: str, digest: str) -> None:
     _wheels_folder(tmp, wheels)
     shutil.copyfile(uv_bin, tmp / "uv")
     (tmp / "uv").chmod(0o755)
     (tmp / "Dockerfile").write_text(_PART_DOCKERFILE.format(venv=VENV, stage_label=LABEL_STAGE, base_label=LABEL_BASE,
-                                                            digest=digest,
-                                                            build_user=BUILD_USER, python3=PYTHON3), "utf-8")
+                                                            digest=digest, install=_install(VENV)), "utf-8")
 
 
 def _isolated_parts(tmp: Path, isolated: Sequence[IsolatedFiles], digest: str) -> tuple[str, str, str]:
@@ -278,8 +279,7 @@ def _isolated_parts(tmp: Path, isolated: Sequence[IsolatedFiles], digest: str) -
     stages, copies, checks = [], [], []
     for n, iso in enumerate(isolated):
         _wheels_folder(tmp / "isolated" / str(n), iso.wheels)
-        stages.append(_ISOLATED_STAGE.format(n=n, venv=iso.venv, stage_label=LABEL_STAGE, digest=digest,
-                                             build_user=BUILD_USER, python3=PYTHON3))
+        stages.append(_ISOLATED_STAGE.format(n=n, stage_label=LABEL_STAGE, digest=digest, install=_install(iso.venv)))
         copies.append(_ISOLATED_COPY.format(n=n, venv=iso.venv))
         checks.append(_ISOLATED_CHECK.format(python3=PYTHON3, venv=iso.venv))
     (tmp / "launcher").write_text(launcher([(i.skill, i.venv) for i in isolated]), "utf-8")
