@@ -717,18 +717,23 @@ def _arguments(args: str) -> list[str]:
         return args.split()
 
 
+def _texts(paths: Iterable[str], read: Callable[[str], bytes]) -> Iterable[tuple[str, bytes]]:
+    """(path, bytes) of the skill's files that can hold install lines or name its own modules
+    (.md, .txt, .sh, .rst, .py); unreadable ones are skipped (the validator reports them)."""
+    for rel in paths:
+        if rel.endswith(_INSTALL_SUFFIXES):
+            try:
+                yield rel, read(rel)
+            except OSError:
+                continue
+
+
 def install_lines(paths: Iterable[str], read: Callable[[str], bytes]) -> list[InstallLine]:
     """Every distribution named by an install command in the skill's .md, .txt, .sh, .rst and
     .py files (options and their values, paths, URLs and placeholders skipped; extras and
     version specifiers kept), in file and line order."""
     found: list[InstallLine] = []
-    for rel in sorted(paths):
-        if not rel.endswith(_INSTALL_SUFFIXES):
-            continue
-        try:
-            data = read(rel)
-        except OSError:
-            continue
+    for rel, data in _texts(sorted(paths), read):
         if b"install" not in data and b"uv add" not in data:
             continue
         text = data.decode("utf-8", "replace")
@@ -850,13 +855,7 @@ def _mentions(paths: Iterable[str], read: Callable[[str], bytes], names: set[str
     if not names:
         return set()
     hit: set[str] = set()
-    for rel in paths:
-        if not rel.endswith(_INSTALL_SUFFIXES):
-            continue
-        try:
-            data = read(rel)
-        except OSError:
-            continue
+    for _rel, data in _texts(paths, read):
         for name in names - hit:
             if f"{name}.py".encode() in data and re.search(
                     r"(?<![\w.-])" + re.escape(name) + r"\.py(?!\w)", data.decode("utf-8", "replace")):

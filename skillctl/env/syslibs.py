@@ -92,26 +92,22 @@ def _run_checker(client: Any, image: str, args: Sequence[str]) -> dict[str, Any]
 
 def image_check(client: Any, image: str) -> dict[str, Any]:
     """``elfcheck.check_tree`` of ``image``'s venv (cached by image id)."""
-    image_id = client.images.get(image).id
-    path = _cached("check", image_id)
-    try:
-        return json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        pass
-    doc = _run_checker(client, image, ["check", VENV])
-    _write(path, doc)
-    return doc
+    return _checked_once(client, image, "check", ["check", VENV])
 
 
 def image_libraries(client: Any, image: str) -> dict[str, Any]:
     """``elfcheck.list_libraries`` of ``image`` (the agent image; cached by image id)."""
-    image_id = client.images.get(image).id
-    path = _cached("libraries", image_id)
+    return _checked_once(client, image, "libraries", ["list"])
+
+
+def _checked_once(client: Any, image: str, kind: str, argv: list[str]) -> dict[str, Any]:
+    """The checker's report ``argv`` on ``image``, run once per image id and kept under ``kind``."""
+    path = _cached(kind, client.images.get(image).id)
     try:
         return json.loads(path.read_text("utf-8"))
     except (OSError, ValueError):
         pass
-    doc = _run_checker(client, image, ["list"])
+    doc = _run_checker(client, image, argv)
     _write(path, doc)
     return doc
 
