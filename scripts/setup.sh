@@ -63,10 +63,10 @@ PY="$VENV/bin/python"
 # HTTP stack needs h11>=0.16 (pip: ResolutionImpossible), so it gets an environment of its own
 # beside the project's, where skillctl looks for it (skillctl/egress/launch.py).
 # ray: the tests run a real two-node Ray cluster on this machine (skillctl[ray], a cp311 wheel);
-# serve: the web stack of `skillctl serve`, tested with the vendors' SDKs.
-EXTRAS=test,ray,serve
+# serve: the web stack of `skillctl serve`, tested with the vendors' SDKs; mcp: the MCP SDK (`skillctl mcp`).
+EXTRAS=test,ray,serve,mcp
 if "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then EXTRAS=$EXTRAS,egress; fi
-if ! "$PY" -c 'import skillctl, pytest, hypothesis, pre_commit, ray, starlette, uvicorn, anthropic' >/dev/null 2>&1 \
+if ! "$PY" -c 'import skillctl, pytest, hypothesis, pre_commit, ray, starlette, uvicorn, anthropic, mcp' >/dev/null 2>&1 \
    || [ "$("$PY" -c 'import skillctl, pathlib; print(pathlib.Path(skillctl.__file__).resolve().parent.parent)')" != "$(pwd -P)" ] \
    || [ pyproject.toml -nt "$VENV/.skillctl-installed" ]; then
     log "installing skillctl (editable) with its $EXTRAS extras into $VENV"
