@@ -57,6 +57,7 @@ COMMANDS: dict[str, str] = {
     "eval": "eval:eval_cmd",
     "batch": "batch:batch_cmd",
     "serve": "serve:serve_group",
+    "mcp": "mcp:mcp_group",
 }
 
 
@@ -81,6 +82,7 @@ SUMMARIES: dict[str, str] = {
     "update": "Move the pins of NAME… (default: every skill) to the newest their entries allow, and install.",
     "outdated": "Show, per skill, the locked version, the newest its entry allows and the newest there is.",
     "sync": "Make every target folder hold exactly what skills.lock says.",
+    "mcp": "Skills over MCP: serve a registry, project or folder to MCP hosts, and print their config blocks.",
     "memory": "Long-term memories: folders a run mounts at /memory with `skillctl run --memory NAME`.",
     "pack": "Validate and pack skills into reproducible NAME-VERSION.skill.tgz bundles.",
     "publish": "Publish skill folders or .skill.tgz bundles to the registry.",
