@@ -13,8 +13,10 @@ from skillctl.cli.common import checked_registry_url, given_access, library_erro
 
 @click.group("mcp")
 def mcp_group() -> None:
-    """Skills over MCP: serve them to MCP hosts (Claude, VS Code, Cursor, Goose…) with the skills
-    extension (io.modelcontextprotocol/skills), and print each host's configuration block.
+    """Skills over MCP: serve a registry, project or folder to MCP hosts, and print their config blocks.
+
+    Hosts (Claude, VS Code, Cursor, Goose…) read the skills with the MCP skills extension
+    (io.modelcontextprotocol/skills).
 
     Installing from an MCP server needs no command of its own: `skillctl add mcp+stdio:'COMMAND'`
     or `mcp+https://HOST/PATH`, and `--registry mcp+…` for pull, lock, install and run."""
@@ -66,7 +68,12 @@ def serve_cmd(registry_url: str | None, project_dir: Path | None, folder: Path |
                                "--transport stdio; set SKILLCTL_REGISTRY_PASSWORD or SKILLCTL_SITE_TOKEN instead")
     if transport == "stdio" and keys_file is not None and ctx.get_parameter_source("keys_file") is not ParameterSource.ENVIRONMENT:
         raise click.UsageError("--keys is for --transport http: a stdio server is reached only by the host that launched it")
+    if transport == "http":
+        from skillctl.mcp.http import check_listen
+
+        check_listen(host, keys_file)  # before the catalog is opened: the cheap refusal first
     catalog = _catalog(registry_url, project_dir, folder, all_versions)
+    catalog.warn = progress
     try:
         if transport == "stdio":
             from skillctl.mcp.server import serve_stdio

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from skillctl.mcp import uris
-from skillctl.mcp.entry import SkillEntry, build_entry
+from skillctl.mcp.entry import MAX_RESOURCES, MAX_TOTAL_SIZE, SkillEntry, build_entry
 
 VERSIONS_PREFIX = "_versions"
 T = TypeVar("T")
@@ -54,6 +54,8 @@ class Catalog:
     def __init__(self, opener: Callable[[], Sequence[Served]], *, label: str, cache_skills: int = 64,
                  on_close: Callable[[], None] | None = None) -> None:
         self.label = label
+        self.warn: Callable[[str], None] = lambda message: None
+        self._warned: set[str] = set()
         self._worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="skillctl-mcp-catalog")
         self._on_close = on_close
         self._lock = threading.Lock()
@@ -121,6 +123,11 @@ class Catalog:
                 return cached
         files = served.load()
         entry = build_entry(served.path, files)
+        if (len(files) > MAX_RESOURCES or entry.total_size > MAX_TOTAL_SIZE) and served.path not in self._warned:
+            # The extension's SHOULD NOT: served anyway (a host MAY take more), but the operator is told.
+            self._warned.add(served.path)
+            self.warn(f"warning: {entry.uri} has {len(files)} files and {entry.total_size} bytes, beyond the extension's "
+                      f"{MAX_RESOURCES} files and {MAX_TOTAL_SIZE} bytes: some hosts will refuse it")
         with self._lock:
             self._entries[served.path] = entry
             self._files[served.path] = files
@@ -200,7 +207,7 @@ def folder_catalog(root: Path) -> Catalog:
         for folder, _shown, problem in discover(root):
             if folder is None:
                 if problem is not None and problem.severity == "error":
-                    raise SourceError(f"{root}: {problem.format()}")
+                    raise SourceError(problem.format())
                 continue
             name = _declared_name(folder)
             rel = folder.resolve().relative_to(root.resolve()).as_posix()

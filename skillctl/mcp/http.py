@@ -26,6 +26,12 @@ PATH = "/mcp"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+def check_listen(host: str, keys: Path | None) -> None:
+    if keys is None and host not in LOOPBACK:
+        raise ConfigError(f"refusing to serve skills on {host} without keys: anyone who can reach it could read them; "
+                          "give --keys FILE (skillctl serve key add NAME --scope read --keys FILE) or listen on 127.0.0.1")
+
+
 class _KeyCheck:
     """ASGI middleware: every HTTP request needs a key with the ``read`` scope."""
 
@@ -78,9 +84,7 @@ class McpHttpServer:
         from skillctl.serve.protocol import GuardedH11Protocol
         from skillctl.serve.server import Listen, _bind, _Server
 
-        if keys is None and host not in LOOPBACK:
-            raise ConfigError(f"refusing to serve skills on {host} without keys: anyone who can reach it could read them; "
-                              "give --keys FILE (skillctl serve key add NAME --scope read --keys FILE) or listen on 127.0.0.1")
+        check_listen(host, keys)
         keyring = KeyRing(keys) if keys is not None else None
         self.host = host
         server = build_server(catalog, private=keyring is not None)
