@@ -33,8 +33,8 @@ from hypothesis import strategies as st
 from skillctl.cli import cli
 
 CLOSED = "http://127.0.0.1:9"  # the discard port: nothing listens there, a connection fails at once
-# Commands that would block: the server itself (its subcommands are fuzzed).
-NOT_RUN = {("serve",)}
+# Commands that would block: the servers themselves (their siblings and subcommands are fuzzed).
+NOT_RUN = {("serve",), ("mcp", "serve")}
 # Valid choices the fuzz never picks: Ray would start a cluster on this machine.
 NOT_CHOSEN = {("engine", "ray")}
 
