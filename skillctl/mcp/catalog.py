@@ -13,7 +13,9 @@ Three kinds of catalog, one shape:
   (every digest checked against the lock), at ``skill://<name>/SKILL.md``.
 - ``folder_catalog(root)``: the skills found in a folder (``skillctl.skill.discovery``), each at
   its folder's path below ``root`` with the last segment its name, packed as ``pack`` packs them
-  (``.skillignore`` honoured, links refused).
+  (``.skillignore`` honoured, links refused); a skill nested in another's folder is published too,
+  at the enclosing skill's path and its folder (``skill://outer/sub/inner/SKILL.md``), while its
+  files stay in the enclosing skill's entry, as the extension's Nested Skills section says.
 
 Entries are built once per skill from its files and kept (a few hundred bytes per file); files
 are kept for the ``cache_skills`` most recently read skills and loaded again when needed. A skill
@@ -212,10 +214,32 @@ def folder_catalog(root: Path) -> Catalog:
             name = _declared_name(folder)
             rel = folder.resolve().relative_to(root.resolve()).as_posix()
             parent = "" if rel == "." else rel.rpartition("/")[0]
-            served.append(Served(f"{parent}/{name}" if parent else name, name, True, _folder_loader(folder, name)))
-        return served
+            path = f"{parent}/{name}" if parent else name
+            served.append(Served(path, name, True, _folder_loader(folder, name)))
+            served += _nested(folder, path)
+        return sorted(served, key=lambda s: s.path)
 
     return Catalog(open_all, label=str(root))
+
+
+def _nested(folder: Path, path: str) -> list[Served]:
+    """The skills nested in the skill ``folder`` (served at ``path``): each ``SKILL.md`` below it in
+    a folder named as the skill it declares — the extension's rule for a nested skill's path (its
+    files are also the enclosing skill's). One whose folder has another name is not published."""
+    found = []
+    for md in sorted(folder.rglob(uris.SKILL_FILE)):
+        inner = md.parent
+        if inner == folder or md.is_symlink() or not md.is_file():
+            continue
+        try:
+            name = _declared_name(inner)
+        except Exception:  # noqa: BLE001 - an unreadable nested skill is only the enclosing skill's file
+            continue
+        if name != inner.name:
+            continue
+        rel = inner.relative_to(folder).as_posix()
+        found.append(Served(f"{path}/{rel}", name, True, _folder_loader(inner, name)))
+    return found
 
 
 def _declared_name(folder: Path) -> str:

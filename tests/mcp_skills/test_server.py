@@ -102,6 +102,7 @@ def skills_folder(tmp_path_factory) -> Path:
     (pdf / "assets").mkdir()
     (pdf / "assets" / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
     _skill(root / "acme" / "billing", "refunds")
+    _skill(_skill(root, "guide") / "extras", "helper")  # nested: its files are also the guide's
     return root
 
 
@@ -119,7 +120,7 @@ def test_stdio_both_eras_list_get_read_and_directories(skills_folder):
             assert caps.extensions == {EXTENSION_ID: {"directoryRead": True}} and caps.resources is not None
             skills, pages = await list_all(client)
             uris = [s["uri"] for s in skills]
-            assert len(uris) == len(set(uris)) == MANY + 2 and pages == -(-(MANY + 2) // SKILLS_PAGE)
+            assert len(uris) == len(set(uris)) == MANY + 4 and pages == -(-(MANY + 4) // SKILLS_PAGE)
             by_uri = {s["uri"]: s for s in skills}
             pdf = by_uri["skill://pdf-processing/SKILL.md"]
             assert pdf["frontmatter"] == {"name": "pdf-processing", "description": "The pdf-processing skill.",
@@ -131,6 +132,9 @@ def test_stdio_both_eras_list_get_read_and_directories(skills_folder):
             nested = by_uri["skill://acme/billing/refunds/SKILL.md"]
             assert nested["frontmatter"]["name"] == "refunds"
             await verified(client, nested)
+            guide, helper = by_uri["skill://guide/SKILL.md"], by_uri["skill://guide/extras/helper/SKILL.md"]
+            assert helper["resources"] == [r for r in guide["resources"] if "/extras/helper/" in r["uri"]]
+            assert helper["frontmatter"]["name"] == "helper"
             got = await call(client, "skills/get", uri="skill://pdf-processing/SKILL.md")
             assert got["skill"] == pdf and got["resultType"] == "complete" and got["ttlMs"] > 0
             # directories: a skill's root, a folder in it, a folder above skills
