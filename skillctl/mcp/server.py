@@ -95,12 +95,18 @@ def build_server(catalog: Catalog, *, private: bool = False) -> Any:
     def invalid(message: str) -> MCPError:
         return MCPError(INVALID_PARAMS, message)
 
-    def split(uri: str) -> str:
-        """The part of a ``skill://`` URI after the scheme; -32602 for another scheme."""
+    def split(uri: str, what: str) -> str:
+        """The path a ``skill://`` URI names, percent-escapes decoded; -32602 for another scheme
+        or a path no file or folder can have (``..``, empty segments)."""
         prefix = f"{uris.SCHEME}://"
         if not isinstance(uri, str) or not uri.startswith(prefix) or len(uri) > 4096:
             raise invalid(f"{uris.shown(uri)}: this server serves skill:// resources only")
-        return uri[len(prefix):]
+        if "?" in uri or "#" in uri:
+            raise invalid(f"No {what} is served at {uris.shown(uri)}")
+        try:
+            return uris.decode_path(uri[len(prefix):], uri)
+        except uris.UriError:
+            raise invalid(f"No {what} is served at {uris.shown(uri)}") from None
 
     def served_by_skill_uri(uri: str) -> Served:
         try:
@@ -128,7 +134,7 @@ def build_server(catalog: Catalog, *, private: bool = False) -> Any:
         return {"resultType": "complete", "skill": entry.to_wire(), "ttlMs": TTL_MS, "cacheScope": scope}
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        rest = split(params.uri)
+        rest = split(params.uri, "resource")
         found = catalog.skill_of(rest)
         if found is None:
             raise invalid(f"No resource is served at {uris.shown(params.uri)}")
@@ -157,15 +163,15 @@ def build_server(catalog: Catalog, *, private: bool = False) -> Any:
                                          ttl_ms=TTL_MS, cache_scope=scope)
 
     async def read_directory(ctx: Any, params: DirectoryParams) -> dict[str, Any]:
-        rest = split(params.uri)
-        if rest.endswith("/"):
+        if params.uri.endswith("/"):
             raise invalid(f"{uris.shown(params.uri)}: directory URIs are written without a trailing slash")
+        rest = split(params.uri, "directory")
         children = await catalog.run(lambda: _children(catalog, rest))
         if children is None:
             raise invalid(f"{uris.shown(params.uri)} is not a directory resource")
         start = _offset(params.cursor, len(children))
         page = children[start:start + RESOURCES_PAGE]
-        resources = [{"uri": f"{uris.SCHEME}://{rest}/{name}", "name": name, "mimeType": mime} for name, mime in page]
+        resources = [{"uri": uris.directory_uri(f"{rest}/{name}"), "name": name, "mimeType": mime} for name, mime in page]
         result: dict[str, Any] = {"resultType": "complete", "resources": resources}
         if start + RESOURCES_PAGE < len(children):
             result["nextCursor"] = _cursor(start + RESOURCES_PAGE)

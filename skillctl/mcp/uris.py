@@ -47,13 +47,22 @@ def _segments(text: str, what: str, uri: str) -> list[str]:
     """``text``'s ``/``-separated segments, percent-decoded one by one, each a plain name."""
     out = []
     for raw in text.split("/"):
-        seg = unquote(raw, errors="strict") if "%" in raw else raw
+        try:
+            seg = unquote(raw, errors="strict") if "%" in raw else raw
+        except UnicodeDecodeError:
+            raise UriError(f"{_shown(uri)}: the {what} has percent-escapes that are not UTF-8") from None
         if seg in ("", ".", ".."):
             raise UriError(f"{_shown(uri)}: the {what} has an empty, '.' or '..' segment; a skill's files stay in its folder")
         if "/" in seg or "\\" in seg or _CONTROL_RE.search(seg):
             raise UriError(f"{_shown(uri)}: the {what} holds a slash, backslash or control character inside a segment")
         out.append(seg)
     return out
+
+
+def decode_path(text: str, uri: str) -> str:
+    """``text`` (the part of ``uri`` after ``scheme://``) with each segment percent-decoded and
+    checked: the path the URI names, or ``UriError``."""
+    return "/".join(_segments(text, "path", uri))
 
 
 def split_skill_uri(uri: str) -> tuple[str, str]:

@@ -101,6 +101,7 @@ def skills_folder(tmp_path_factory) -> Path:
     (pdf / "scripts" / "extract.py").write_text("#!/usr/bin/env python3\nprint('ok')\n")
     (pdf / "assets").mkdir()
     (pdf / "assets" / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    (pdf / "assets" / "Übersicht 2026.md").write_text("# Übersicht\n")  # percent-escaped in its URI
     _skill(root / "acme" / "billing", "refunds")
     _skill(_skill(root, "guide") / "extras", "helper")  # nested: its files are also the guide's
     return root
@@ -126,8 +127,12 @@ def test_stdio_both_eras_list_get_read_and_directories(skills_folder):
             assert pdf["frontmatter"] == {"name": "pdf-processing", "description": "The pdf-processing skill.",
                                           "license": "Apache-2.0", "metadata": {"version": "2.1.0"}}
             assert sorted(r["uri"].rsplit("pdf-processing/", 1)[1] for r in pdf["resources"]) == [
-                "SKILL.md", "assets/logo.png", "scripts/extract.py", "templates/invoice.md", "templates/regional/eu-invoice.md"]
+                "SKILL.md", "assets/%C3%9Cbersicht%202026.md", "assets/logo.png", "scripts/extract.py", "templates/invoice.md", "templates/regional/eu-invoice.md"]
             files = await verified(client, pdf)
+            assert files["skill://pdf-processing/assets/%C3%9Cbersicht%202026.md"] == "# Übersicht\n".encode()
+            assets = await call(client, "resources/directory/read", uri="skill://pdf-processing/assets")
+            assert [r["uri"] for r in assets["resources"]] == ["skill://pdf-processing/assets/logo.png",
+                                                              "skill://pdf-processing/assets/%C3%9Cbersicht%202026.md"]
             assert files["skill://pdf-processing/assets/logo.png"] == b"\x89PNG\r\n\x1a\n\x00\xff\xfe"  # a blob, byte for byte
             nested = by_uri["skill://acme/billing/refunds/SKILL.md"]
             assert nested["frontmatter"]["name"] == "refunds"
@@ -154,7 +159,9 @@ def test_stdio_both_eras_list_get_read_and_directories(skills_folder):
                 with pytest.raises(MCPError) as err:
                     await call(client, method, uri=uri)
                 assert err.value.code == -32602 and uri.rstrip("/") in err.value.message
-            for uri in ("skill://pdf-processing/missing.md", "skill://pdf-processing/../s000/SKILL.md", "file:///etc/passwd"):
+            for uri in ("skill://pdf-processing/missing.md", "skill://pdf-processing/../s000/SKILL.md", "file:///etc/passwd",
+                        "skill://pdf-processing/%2e%2e/s000/SKILL.md", "skill://pdf-processing/SKILL.md?x=1",
+                        "skill://pdf-processing/%ff.md"):
                 with pytest.raises(MCPError) as err:
                     await client.read_resource(uri)
                 assert err.value.code == -32602
