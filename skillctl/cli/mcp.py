@@ -78,6 +78,7 @@ def serve_cmd(registry_url: str | None, project_dir: Path | None, folder: Path |
         if transport == "stdio":
             from skillctl.mcp.server import serve_stdio
 
+            progress(f"serving {len(catalog.listed)} skills from {catalog.label} over MCP on stdio")  # a host's log shows it
             serve_stdio(catalog)
             return
         from skillctl.mcp.http import McpHttpServer
