@@ -120,3 +120,7 @@ def _project_catalog(project_dir: Path):
         return run.store, run.store.locked()
 
     return catalogs.store_catalog(open_store, label=str(lock_path), on_close=stack.close)
+
+
+from skillctl.cli.mcp_config import config_cmd  # noqa: E402
+mcp_group.add_command(config_cmd)
