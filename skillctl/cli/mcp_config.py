@@ -58,13 +58,11 @@ def config_cmd(host: str, registry_url: str | None, project: Path | None, folder
     else:
         if key_env is not None:
             raise click.UsageError("--key-env goes with --url: a server the host launches over stdio needs no key")
-        try:
-            command = hosts.skillctl_command(sys.argv[0], sys.executable)
-        except hosts.HostConfigError as exc:
-            raise click.ClickException(str(exc)) from None
+        registry_url, project = _what_to_serve(registry_url, project, folder)
+        launcher = hosts.skillctl_launcher(sys.argv[0], sys.executable)
         args = hosts.serve_args(registry_url, str(project) if project else None, str(folder) if folder else None,
                                 all_versions)
-        launch = hosts.Stdio(command, args)
+        launch = hosts.Stdio(launcher[0], (*launcher[1:], *args))
     try:
         snippet = hosts.render(host, name, launch)
     except hosts.HostConfigError as exc:
@@ -74,3 +72,20 @@ def config_cmd(host: str, registry_url: str | None, project: Path | None, folder
     else:
         click.echo(snippet.block, nl=False)
     click.echo(snippet.note, err=True)
+
+
+def _what_to_serve(registry_url: str | None, project: Path | None, folder: Path | None) -> tuple[str | None, Path | None]:
+    """What ``skillctl mcp serve`` would serve here, written out: the host starts it in a folder
+    of its own and without this shell's environment, so neither may decide for it."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    from_env = ctx.get_parameter_source("registry_url") is ParameterSource.ENVIRONMENT
+    if from_env and (project or folder):
+        registry_url = None  # as serve does: SKILLCTL_REGISTRY does not contradict --project/--folder
+    given = [o for o, v in (("--registry", registry_url), ("--project", project), ("--folder", folder)) if v]
+    if len(given) > 1:
+        raise click.UsageError(f"serve one thing: {' and '.join(given)} were both given")
+    if not given and (Path.cwd() / "skills.lock").is_file():
+        project = Path.cwd()  # serve's own default in a project folder
+    return registry_url, project

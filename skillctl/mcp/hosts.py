@@ -136,22 +136,20 @@ def _absolute_registry(url: str) -> str:
     return os.path.abspath(os.path.expanduser(url))
 
 
-def skillctl_command(argv0: str, executable: str) -> str:
-    """The absolute path of the running ``skillctl``: hosts start servers with a small PATH (a
-    GUI app does not read the shell's profile), so a bare ``skillctl`` is often not found.
+def skillctl_launcher(argv0: str, executable: str) -> tuple[str, ...]:
+    """How to start the running skillctl, absolute: hosts start servers with a small PATH (a GUI
+    app does not read the shell's profile), so a bare ``skillctl`` is often not found.
 
-    ``argv0`` when it is the ``skillctl`` script itself, else the one installed next to the
-    interpreter (``CliRunner`` and ``python -c`` runs); ``HostConfigError`` when neither exists."""
-    base = os.path.basename(argv0).lower()
-    if base in ("skillctl", "skillctl.exe") and os.path.isfile(argv0):
-        return os.path.abspath(argv0)
-    folder = os.path.dirname(os.path.abspath(executable))
+    ``argv0`` when it is the ``skillctl`` script itself; else the script installed next to the
+    interpreter (``CliRunner``, ``python -m skillctl``); else ``python -m skillctl``."""
+    if os.path.basename(argv0).lower() in ("skillctl", "skillctl.exe") and os.path.isfile(argv0):
+        return (os.path.abspath(argv0),)
+    executable = os.path.abspath(executable)
     for candidate in ("skillctl", "skillctl.exe"):
-        path = os.path.join(folder, candidate)
+        path = os.path.join(os.path.dirname(executable), candidate)
         if os.path.isfile(path):
-            return path
-    raise HostConfigError(f"cannot tell where the skillctl executable is (run as {argv0!r}, no skillctl next to "
-                          f"{executable}); run `skillctl mcp config` from an installed skillctl")
+            return (path,)
+    return (executable, "-m", "skillctl")
 
 
 # -- checks ----------------------------------------------------------------------------------
