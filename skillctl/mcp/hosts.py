@@ -121,9 +121,9 @@ def serve_args(registry: str | None = None, project: str | None = None, folder: 
     if registry:
         args += ["--registry", _absolute_registry(registry)]
     if project:
-        args += ["--project", os.path.abspath(project)]
+        args += ["--project", _absolute(project)]
     if folder:
-        args += ["--folder", os.path.abspath(folder)]
+        args += ["--folder", _absolute(folder)]
     if all_versions:
         args.append("--all-versions")
     return tuple(args)
@@ -133,7 +133,12 @@ def _absolute_registry(url: str) -> str:
     # Only a folder registry is a path; oci://, https://, mcp+… pass through untouched.
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", url) or url.startswith("mcp+"):
         return url
-    return os.path.abspath(os.path.expanduser(url))
+    return _absolute(url)
+
+
+def _absolute(path: str) -> str:
+    # "~" too: a shell leaves it alone in --folder=~/skills, and no host expands it later.
+    return os.path.abspath(os.path.expanduser(path))
 
 
 def skillctl_launcher(argv0: str, executable: str) -> tuple[str, ...]:
@@ -188,7 +193,6 @@ class Host:
     name: str
     title: str
     format: str
-    top_key: str  # the key the block's servers sit under
     file: Callable[[Place], str]
     stdio: Callable[[str, Stdio], dict[str, Any]]
     remote: Callable[[str, Remote], dict[str, Any]] | None
@@ -261,7 +265,7 @@ def _goose_remote(name: str, r: Remote) -> dict[str, Any]:
 
 HOSTS: dict[str, Host] = {h.name: h for h in (
     Host(
-        "claude-desktop", "Claude Desktop", "json", "mcpServers", _claude_desktop_file,
+        "claude-desktop", "Claude Desktop", "json", _claude_desktop_file,
         stdio=lambda name, s: _mcp_servers(name, {"command": s.command, "args": list(s.args)}),
         remote=None,
         merge='add the entry under "mcpServers" (keep the servers already there), then quit and reopen Claude Desktop',
@@ -269,26 +273,26 @@ HOSTS: dict[str, Host] = {h.name: h for h in (
                   "Settings > Connectors (a custom connector), or drop --url to have it launch skillctl over stdio",
     ),
     Host(
-        "claude-code", "Claude Code", "json", "mcpServers", lambda p: ".mcp.json",
+        "claude-code", "Claude Code", "json", lambda p: ".mcp.json",
         stdio=lambda name, s: _mcp_servers(name, {"type": "stdio", "command": s.command, "args": list(s.args)}),
         remote=_claude_code_remote,
         merge='in the project\'s root folder; if it exists, add the entry under "mcpServers"',
     ),
     Host(
-        "vscode", "VS Code", "json", "servers", lambda p: str(PurePosixPath(".vscode", "mcp.json")),
+        "vscode", "VS Code", "json", lambda p: str(PurePosixPath(".vscode", "mcp.json")),
         stdio=lambda name, s: {"servers": {name: {"type": "stdio", "command": s.command, "args": list(s.args)}}},
         remote=_vscode_remote,
         merge='in the workspace folder; if it exists, add the entry under "servers" (and "inputs"); '
               "for every workspace: MCP: Open User Configuration",
     ),
     Host(
-        "cursor", "Cursor", "json", "mcpServers", lambda p: str(PurePosixPath(".cursor", "mcp.json")),
+        "cursor", "Cursor", "json", lambda p: str(PurePosixPath(".cursor", "mcp.json")),
         stdio=lambda name, s: _mcp_servers(name, {"command": s.command, "args": list(s.args)}),
         remote=_cursor_remote,
         merge='in the project folder (~/.cursor/mcp.json: every project); if it exists, add the entry under "mcpServers"',
     ),
     Host(
-        "goose", "Goose", "yaml", "extensions", _goose_file,
+        "goose", "Goose", "yaml", _goose_file,
         stdio=_goose_stdio,
         remote=_goose_remote,
         merge="add the entry under the existing top-level extensions: key (a second extensions: key is not valid YAML "

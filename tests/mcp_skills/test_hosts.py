@@ -105,6 +105,9 @@ def test_folders_and_a_folder_registry_are_made_absolute(tmp_path, monkeypatch):
         assert argv[-2:] == [option, str(tmp_path / "rel" / "dir")], argv
     argv = launch_of("claude-desktop", parsed("claude-desktop", invoke("--host", "claude-desktop", "--registry", "oci://r.example/ns").stdout))
     assert argv[-2:] == ["--registry", "oci://r.example/ns"]
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    argv = launch_of("claude-desktop", parsed("claude-desktop", invoke("--host", "claude-desktop", "--folder=~/skills").stdout))
+    assert argv[-2:] == ["--folder", str(tmp_path / "home" / "skills")]
 
 
 def test_what_serve_would_pick_here_is_written_out(tmp_path, monkeypatch):
@@ -176,6 +179,7 @@ def test_claude_code_note_has_the_claude_mcp_add_line(awkward):
     (["--host", "cursor", "--name", ""], "--name ''"),
     (["--host", "cursor", "--folder", "a", "--registry", "b"], "serve one thing"),
     (["--host", "nope"], "'nope' is not one of"),
+    (["--host", "cursor", "--registry", "ftp://x/y"], "unknown registry scheme"),
 ])
 def test_refusals_are_one_line(args, needle):
     assert needle in one_usage_error(invoke(*args))
