@@ -240,3 +240,44 @@ def test_claude_desktop_block_launches_a_server_that_lists_skills(awkward):
     page = anyio.run(go)
     assert [s["uri"] for s in page["skills"]] == ["skill://hello/SKILL.md"]
     assert page["skills"][0]["frontmatter"] == {"name": "hello", "description": "Says hello."}
+
+
+# -- a remote block against a running server with keys ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def keyed_server(awkward, tmp_path_factory):
+    from skillctl.mcp.catalog import folder_catalog
+    from skillctl.mcp.http import McpHttpServer
+    from skillctl.serve.keys import add_key
+
+    keys = tmp_path_factory.mktemp("host-keys") / "keys.json"
+    read_key, _ = add_key(keys, "host", frozenset({"read"}))
+    catalog = folder_catalog(awkward)
+    server = McpHttpServer(catalog, port=0, keys=keys).start()
+    yield server.url, read_key
+    server.stop()
+    catalog.close()
+
+
+# What each host does with its own syntax for a variable, to the header the block holds.
+EXPAND = {"claude-code": lambda text, env: text.replace("${SKILLCTL_MCP_KEY}", env["SKILLCTL_MCP_KEY"]),
+          "cursor": lambda text, env: text.replace("${env:SKILLCTL_MCP_KEY}", env["SKILLCTL_MCP_KEY"])}
+
+
+@pytest.mark.parametrize("host", sorted(EXPAND))
+def test_remote_block_reaches_a_keyed_server(host, keyed_server):
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    url, key = keyed_server
+    entry = parsed(host, invoke("--host", host, "--url", url, "--key-env", "SKILLCTL_MCP_KEY").stdout)["mcpServers"]["skillctl"]
+    headers = {k: EXPAND[host](v, {"SKILLCTL_MCP_KEY": key}) for k, v in entry["headers"].items()}
+
+    async def go() -> dict[str, Any]:
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+            async with Client(streamable_http_client(entry["url"], http_client=http)) as client:
+                request = _PageRequest(method="skills/list", params=types.PaginatedRequestParams())
+                return await client.session.send_request(request, TypeAdapter(dict[str, Any]))
+
+    assert [s["uri"] for s in anyio.run(go)["skills"]] == ["skill://hello/SKILL.md"]
