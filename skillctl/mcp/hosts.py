@@ -240,7 +240,7 @@ def _vscode_remote(name: str, r: Remote) -> dict[str, Any]:
     key_id = f"{name}-key"
     return {
         "inputs": [{"type": "promptString", "id": key_id, "password": True,
-                    "description": f"Key for {r.url} (skillctl serve key add --scope read)"}],
+                    "description": f"Key for {r.url} (skillctl serve key add NAME --scopes read)"}],
         "servers": {name: {"type": "http", "url": r.url, **_auth(r, f"Bearer ${{input:{key_id}}}")}},
     }
 
