@@ -63,6 +63,8 @@ def config_cmd(host: str, registry_url: str | None, project: Path | None, folder
         args = hosts.serve_args(registry_url, str(project) if project else None, str(folder) if folder else None,
                                 all_versions)
         launch = hosts.Stdio(launcher[0], (*launcher[1:], *args))
+        for warning in hosts.launch_warnings(args):
+            click.echo(f"warning: {warning}", err=True)
     try:
         snippet = hosts.render(host, name, launch)
     except hosts.HostConfigError as exc:

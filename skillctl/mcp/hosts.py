@@ -141,6 +141,21 @@ def _absolute(path: str) -> str:
     return os.path.abspath(os.path.expanduser(path))
 
 
+def launch_warnings(args: tuple[str, ...]) -> list[str]:
+    """What would make the server refuse to start when the host launches it, said now: a host
+    shows a server that exits at once only in its logs. Not errors: the folder may come later."""
+    out = []
+    value = dict(zip(args, args[1:]))
+    if "--project" in value and not os.path.isfile(os.path.join(value["--project"], "skills.lock")):
+        out.append(f"{value['--project']} has no skills.lock yet: the server will not start until `skillctl lock` ran there")
+    if "--folder" in value and not os.path.isdir(value["--folder"]):
+        out.append(f"{value['--folder']} is not a folder (yet): the server will not start until it is")
+    registry = value.get("--registry", "")
+    if registry and registry == _absolute_registry(registry) and os.path.isabs(registry) and not os.path.isdir(registry):
+        out.append(f"{registry} holds no registry (yet): the server will not start until one is made there")
+    return out
+
+
 def skillctl_launcher(argv0: str, executable: str) -> tuple[str, ...]:
     """How to start the running skillctl, absolute: hosts start servers with a small PATH (a GUI
     app does not read the shell's profile), so a bare ``skillctl`` is often not found.

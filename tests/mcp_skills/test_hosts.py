@@ -122,6 +122,16 @@ def test_what_serve_would_pick_here_is_written_out(tmp_path, monkeypatch):
     assert launch_of("claude-desktop", parsed("claude-desktop", block))[-2:] == ["--project", str(tmp_path)]
 
 
+def test_a_server_that_would_not_start_is_warned_about_not_refused(tmp_path):
+    for option, what in (("--project", "no skills.lock yet"), ("--folder", "is not a folder"), ("--registry", "holds no registry")):
+        result = invoke("--host", "cursor", option, str(tmp_path / "missing"))
+        assert result.exit_code == 0 and json.loads(result.stdout)["mcpServers"]["skillctl"]
+        assert f"warning: {tmp_path / 'missing'}" in result.stderr and what in result.stderr, result.stderr
+    (tmp_path / "skills.lock").write_text("{}\n")
+    assert "warning" not in invoke("--host", "cursor", "--project", str(tmp_path)).stderr
+    assert "warning" not in invoke("--host", "cursor", "--registry", "oci://r.example/ns").stderr
+
+
 REMOTE = "http://127.0.0.1:8766/mcp"
 
 
