@@ -18,9 +18,9 @@ from skillctl.mcp.hosts import DEFAULT_NAME, HOST_NAMES
 @click.option("--registry", "registry_url", envvar="SKILLCTL_REGISTRY", metavar="URL", callback=checked_registry_url,
               help="Serve this registry (passed to `skillctl mcp serve --registry`; a folder is made absolute). "
                    "Env: SKILLCTL_REGISTRY, written into the block since hosts do not read your shell's environment.")
-@click.option("--project", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--project", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="Serve the skills this project's lock pins (`skillctl mcp serve --project`, made absolute).")
-@click.option("--folder", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--folder", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="Serve a folder of skill folders (`skillctl mcp serve --folder`, made absolute).")
 @click.option("--all-versions", is_flag=True, help="Also list every published version (`skillctl mcp serve --all-versions`).")
 @click.option("--name", default=DEFAULT_NAME, show_default=True, help="The server's key in the host's configuration.")
