@@ -74,10 +74,10 @@ def run(spec: RunSpec) -> RunResult:
 
 def default_transcript_path() -> Path:
     """A new file under the user state folder; unique even for runs started in the same second."""
-    from platformdirs import user_state_dir
+    from skillctl.runtime.runs import runs_home
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return Path(user_state_dir("skillctl")) / "runs" / f"run-{stamp}-{secrets.token_hex(3)}.jsonl"
+    return runs_home() / f"run-{stamp}-{secrets.token_hex(3)}.jsonl"
 
 
 class Runner:
