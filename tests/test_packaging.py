@@ -138,13 +138,16 @@ def test_an_installed_wheel_outside_the_checkout_finds_its_image(wheel, tmp_path
     # does not activate the checkout's editable install); skillctl itself only from the wheel.
     vsite = Path(_run([str(vpy), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=tmp_path).stdout.strip())
     (vsite / "zz_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    res = _run([str(vpy), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], cwd=tmp_path)
-    assert res.returncode == 0, res.stdout + res.stderr
-
     env = {k: v for k, v in os.environ.items() if k not in ("SKILLCTL_CONTAINER_DIR", "PYTHONPATH")}
     env["PATH"] = f"{venv / 'bin'}:{env.get('PATH', '')}"
+    # Without PYTHONPATH here too: a checkout on it that holds skillctl.egg-info (an editable
+    # install made it) made pip find skillctl "already satisfied" and install nothing.
+    res = _run([str(vpy), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], cwd=tmp_path, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+
     where = _run([str(vpy), "-c", "import skillctl.sandbox.image as i; print(i.__file__); print(i.container_dir())"],
                  cwd=tmp_path, env=env)
+    assert where.returncode == 0, where.stderr
     module_file, context = where.stdout.split()
     assert Path(module_file).is_relative_to(venv), where.stdout
     assert Path(context) == Path(module_file).parents[1] / "_container"
