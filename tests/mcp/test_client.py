@@ -6,7 +6,6 @@ scenario, shared by the module; HTTP is one module-scoped server."""
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 import sys
 import time
@@ -21,13 +20,7 @@ from skillctl.protocols import RegistryReader
 from skillctl.registry import check_registry_url, open_registry
 from skillctl.registry.mcp import McpRegistry
 
-HERE = Path(__file__).parent
-SERVER = HERE / "independent_server.py"
-ROOT = HERE.parent.parent
-
-
-def stdio_url(*scenario: str) -> str:
-    return "mcp+stdio:" + shlex.join([sys.executable, str(SERVER), *scenario])
+SERVER = Path(__file__).parent / "independent_server.py"
 
 
 def opened(url: str, **kw) -> McpRegistry:
@@ -38,13 +31,13 @@ def opened(url: str, **kw) -> McpRegistry:
 
 
 @pytest.fixture(scope="module")
-def good() -> Iterator[McpRegistry]:
+def good(stdio_url) -> Iterator[McpRegistry]:
     with opened(stdio_url("good")) as reg:
         yield reg
 
 
 @pytest.fixture(scope="module")
-def hostile() -> Iterator[McpRegistry]:
+def hostile(stdio_url) -> Iterator[McpRegistry]:
     with opened(stdio_url("hostile")) as reg:
         yield reg
 
@@ -111,14 +104,14 @@ def test_invalid_entries_are_warned_about_and_skipped_and_a_shadowed_name_is_rea
     assert hostile.resolve("skill://tally/SKILL.md").description == "The tally attack"
 
 
-def test_paging_follows_next_cursor_over_many_entries() -> None:
+def test_paging_follows_next_cursor_over_many_entries(stdio_url) -> None:
     with opened(stdio_url("many", "150")) as reg:
         records = reg.list_skills()
         assert len(records) == 150 and records[0].name == "skill-0000" and records[-1].name == "skill-0149"
         assert any("skill://broken/SKILL.md" in w for w in reg.warnings)  # the invalid one, named and skipped
 
 
-def test_a_server_that_never_answers_meets_the_deadline_and_stderr_stays_out_of_sight() -> None:
+def test_a_server_that_never_answers_meets_the_deadline_and_stderr_stays_out_of_sight(stdio_url) -> None:
     start = time.monotonic()
     with opened(stdio_url("hang"), timeout_s=1.5) as reg:
         with pytest.raises(SourceError, match=r"did not answer skills/list within 1\.5 s") as caught:
@@ -128,7 +121,7 @@ def test_a_server_that_never_answers_meets_the_deadline_and_stderr_stays_out_of_
     assert "\n" not in str(caught.value)
 
 
-def test_a_server_without_the_extension_is_refused() -> None:
+def test_a_server_without_the_extension_is_refused(stdio_url) -> None:
     with opened(stdio_url("noext")) as reg:
         with pytest.raises(SourceError, match="does not declare the io.modelcontextprotocol/skills extension"):
             reg.list_skills()
