@@ -231,6 +231,7 @@ def serve_http(server: Server[Any], port_file: str) -> None:
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # before the port is told: a client connecting early waits instead of being refused
     Path(port_file + ".tmp").write_text(str(sock.getsockname()[1]))
     os.replace(port_file + ".tmp", port_file)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
