@@ -191,8 +191,8 @@ class McpRegistry(ReadOnlyRegistry):
         version = SemVer.parse(entry_version(entry))
         exact = rng if SEMVER_RE.match(rng) else None
         if not (version.same_as(SemVer.parse(exact)) if exact else wanted.matches(version, prereleases=prereleases)):
-            raise NotFoundError(f"{entry.uri} on {self.url} is {version}, which does not match '{rng}' (an MCP server "
-                                "serves one version of each skill)")
+            raise NotFoundError(f"{entry.name}@{rng}: {entry.uri} on {self.url} is {version}, which does not match "
+                                "(an MCP server serves one version of each skill)")
         if manifest and manifest_digest(entry) != manifest:
             raise IntegrityError(
                 f"the server now serves other files for {entry.uri} than skills.lock pins (manifest {manifest[:19]}…, now "
@@ -235,8 +235,11 @@ class McpRegistry(ReadOnlyRegistry):
         return packed.data
 
     def signatures(self, skill: ResolvedSkill) -> list[bytes]:
-        """None: an MCP server keeps no signatures (its digests are not a trust anchor either)."""
-        self.fetch(skill)  # the same bundle, or IntegrityError, as every backend answers
+        """None: an MCP server keeps no signatures (its digests are not a trust anchor either);
+        asked about a bundle the server does not serve, ``IntegrityError`` as every backend."""
+        from skillctl.registry.signatures import check_same_bundle
+
+        check_same_bundle(self.resolve_record(f"{skill.id}@{skill.version}", manifest=skill.manifest), skill, self.url)
         return []
 
     def verify(self) -> list[Problem]:
