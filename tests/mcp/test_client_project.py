@@ -122,3 +122,17 @@ def test_a_server_whose_command_is_missing_is_one_line(home: Path) -> None:
     refused = run(project, "add", "mcp+stdio:" + shlex.join([str(home / "no-such-server")]), ok=False)
     assert "cannot connect to the MCP server" in error_line(refused)
     assert not (project / "skills.yaml").exists()
+
+
+def test_under_a_policy_requiring_signatures_an_mcp_skill_is_remote_and_unsigned_never_a_local_folder(home: Path,
+                                                                                                      stdio_url) -> None:
+    project = home / "project"
+    (project / "keys").mkdir(parents=True)
+    run(project / "keys", "key", "generate", "team")
+    policy = "trust:\n  keys: [keys/team.pub]\n  require_signatures: true\n"
+    (project / "skills.yaml").write_text(policy)
+    refused = run(project, "add", stdio_url("good"), "--skill", "refunds", ok=False)
+    line = error_line(refused)
+    assert "refused by the trust policy: refunds@0.0.0 is not signed" in line
+    assert "allow-local-skills" not in line  # not offered the way out a folder on this machine has
+    assert (project / "skills.yaml").read_text() == policy and not (project / "skills.lock").exists()
