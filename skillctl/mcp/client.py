@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import ipaddress
 import math
 import os
@@ -169,6 +170,20 @@ class _Timeout(Exception):
     pass
 
 
+@functools.cache
+def _raw_types() -> tuple[Any, Any]:
+    """A request of any method with plain params, and a result read as a plain dict: the
+    extension's methods are not in the SDK's types, and every result is checked here instead."""
+    import mcp_types as types
+    from pydantic import TypeAdapter
+
+    class RawRequest(types.Request[dict[str, Any], str]):
+        method: str
+        params: dict[str, Any]
+
+    return RawRequest, TypeAdapter(dict[str, Any])
+
+
 class McpClient:
     """One session with one server, for as many calls as a command makes (see the module
     docstring). Use as ``with McpClient(spec) as c:``; each method is synchronous."""
@@ -297,16 +312,11 @@ class McpClient:
 
     async def _request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         import anyio
-        import mcp_types as types
-        from pydantic import TypeAdapter
 
-        class _Raw(types.Request[dict[str, Any], str]):
-            method: str
-            params: dict[str, Any]
-
+        raw, result_type = _raw_types()
         try:
             with anyio.fail_after(self.timeout_s):
-                return await self._client.session.send_request(_Raw(method=method, params=params), TypeAdapter(dict[str, Any]))
+                return await self._client.session.send_request(raw(method=method, params=params), result_type)
         except TimeoutError:
             raise _Timeout() from None
 

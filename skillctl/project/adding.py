@@ -1,9 +1,10 @@
 """``add`` and ``remove``: one edit of ``skills.yaml``, then the lock — or neither.
 
 ``add_to_project`` tells what SOURCE is (a git repository, a skills site, a folder, a registry
-reference), finds the skills it holds, chooses the ones asked for, writes one entry per skill (a
+reference, an MCP server ``mcp+stdio:…``/``mcp+https://…``), finds the skills it holds, chooses the ones asked for, writes one entry per skill (a
 registry version as ``^X.Y.Z`` of the newest, as ``npm install`` and ``cargo add`` do; a git
-repository as its URL, ref and the skill's folder in it; a folder relative to the project) and
+repository as its URL, ref and the skill's folder in it; a folder relative to the project; an MCP
+server's skill as the server, ``^X.Y.Z`` and its SKILL.md URI) and
 locks, keeping every other pin. ``remove_from_project`` drops entries and locks. Either way, if
 any step fails both files are put back as they were.
 """

@@ -9,6 +9,10 @@ The lock also keeps a copy of the ``skills.yaml`` sections it was resolved from,
 no longer matches is detected (``install --frozen`` refuses it), the environment skillctl.env
 resolved (``environment``) and, under a trust policy, the key id of every key file (``trust``).
 
+A skill from an MCP server also records ``manifest``, the digest of the file list the server's
+entry declared (and its SKILL.md URI as ``subdir``): ``install --frozen`` refuses a server that
+declares other files before reading any.
+
 Every install re-verifies every digest against the lock: a source that serves other bytes for a
 locked version (a registry's replaced version, a moved git tag, a rewritten history, an edited
 folder) is refused, never trusted.
