@@ -71,6 +71,8 @@ def test_a_good_server_lists_nested_and_prefixed_skills_and_reads_them_verified(
         good.publish(None)
     assert good.signatures(rec) == []
     assert good.verify() == []
+    with pytest.raises(SourceError, match="does not declare directoryRead"):  # never asked of a server that did not offer it
+        good.client.read_directory("skill://pdf")
 
 
 @pytest.mark.parametrize(("ref", "error", "message"), [

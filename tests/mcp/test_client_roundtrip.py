@@ -37,6 +37,8 @@ def test_a_registry_served_by_mcp_serve_installs_byte_for_byte(tmp_path: Path, m
         got = mcp.resolve("tally@^1")
         assert (got.version, got.digest, got.tar_digest) == ("1.2.0", want.digest, want.tar_digest)
         assert sha256_digest(mcp.fetch(got)) == want.digest
+        children = mcp.client.read_directory("skill://tally")  # skillctl's server declares directoryRead
+        assert {(c["uri"], c.get("mimeType")) for c in children} >= {("skill://tally/scripts", "inode/directory")}
 
     project = tmp_path / "project"
     project.mkdir()
