@@ -3,7 +3,8 @@ no skillctl import, so the client is tested against someone else's reading of th
 own server. The scenario is chosen by argv:
 
     good                 three skills: pdf (with a script), pdf/forms nested in it, acme/billing/refunds
-    many N               N skills served 7 per page, and one invalid entry among them
+    many N [PAGE]        N skills served PAGE (default 7) per page, and one invalid entry among them
+    loop                 skills/list whose nextCursor never changes
     hostile              one skill per attack (see HOSTILE), plus a top-level skill shadowed by a nested one
     hang                 answers the handshake, never answers skills/list
     noext                does not declare the extension
@@ -17,6 +18,7 @@ It also writes a line to stderr at start, which the client must not show on the 
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import os
 import sys
@@ -154,10 +156,12 @@ def build(argv: list[str]) -> tuple[Server[Any], bool]:
     scenario = argv[0]
     hang = scenario == "hang"
     make = {
-        "good": good, "hang": good, "noext": good, "hostile": hostile,
+        "good": good, "hang": good, "noext": good, "hostile": hostile, "loop": good,
         "many": lambda: many(int(argv[1])), "folder": lambda: folder(Path(argv[1])),
     }[scenario]
-    page_size = 7 if scenario == "many" else 100
+    if scenario != "folder":  # only the folder scenario changes while it runs
+        make = functools.cache(make)
+    page_size = int(argv[2]) if scenario == "many" and len(argv) > 2 and argv[2].isdigit() else 7 if scenario == "many" else 100
 
     async def list_skills(ctx: Any, params: PaginatedRequestParams) -> dict[str, Any]:
         if hang:
@@ -169,6 +173,8 @@ def build(argv: list[str]) -> tuple[Server[Any], bool]:
         out: dict[str, Any] = {"resultType": "complete", "skills": page, "ttlMs": 0, "cacheScope": "private"}
         if start + page_size < len(entries):
             out["nextCursor"] = str(start + page_size)
+        if scenario == "loop":
+            out["nextCursor"] = "0"
         return out
 
     async def get_skill(ctx: Any, params: GetSkillParams) -> dict[str, Any]:

@@ -113,6 +113,18 @@ def test_paging_follows_next_cursor_over_many_entries(stdio_url) -> None:
         assert any("skill://broken/SKILL.md" in w for w in reg.warnings)  # the invalid one, named and skipped
 
 
+@pytest.mark.parametrize(("scenario", "message"), [
+    (("loop",), "skills/list gave a repeated or malformed cursor"),
+    (("many", "10001", "2500"), "skills/list lists more than 10000 skills"),
+    (("many", "30", "1"), "skills/list has more than 20 pages"),
+])
+def test_a_listing_without_end_is_refused(stdio_url, scenario: tuple[str, ...], message: str, monkeypatch) -> None:
+    monkeypatch.setattr("skillctl.mcp.client.MAX_PAGES", 20)  # the real cap is 1000: the same rule, 50 times fewer round trips
+    with opened(stdio_url(*scenario)) as reg:
+        with pytest.raises(SourceError, match=message):
+            reg.list_skills()
+
+
 def test_a_server_that_never_answers_meets_the_deadline_and_stderr_stays_out_of_sight(stdio_url) -> None:
     start = time.monotonic()
     with opened(stdio_url("hang"), timeout_s=1.5) as reg:
