@@ -8,6 +8,7 @@ own server. The scenario is chosen by argv:
     hostile              one skill per attack (see HOSTILE), plus a top-level skill shadowed by a nested one
     hang                 answers the handshake, never answers skills/list
     noext                does not declare the extension
+    noresources          declares the extension but not the resources capability
     folder DIR           the skills in DIR (one folder per skill), read from disk at each request
     --http PORTFILE      (after the scenario) streamable HTTP on 127.0.0.1, port 0; the port is written
                          to PORTFILE; when MCP_TEST_KEY is set, every request needs "Bearer <key>"
@@ -156,7 +157,7 @@ def build(argv: list[str]) -> tuple[Server[Any], bool]:
     scenario = argv[0]
     hang = scenario == "hang"
     make = {
-        "good": good, "hang": good, "noext": good, "hostile": hostile, "loop": good,
+        "good": good, "hang": good, "noext": good, "hostile": hostile, "loop": good, "noresources": good,
         "many": lambda: many(int(argv[1])), "folder": lambda: folder(Path(argv[1])),
     }[scenario]
     if scenario != "folder":  # only the folder scenario changes while it runs
@@ -203,7 +204,7 @@ def build(argv: list[str]) -> tuple[Server[Any], bool]:
         return {"resources": [], "ttlMs": 0, "cacheScope": "private"}  # the extension needs the capability only
 
     server: Server[Any] = Server("independent-skills", version="0.1", on_read_resource=read_resource,
-                                 on_list_resources=list_resources)
+                                 on_list_resources=None if scenario == "noresources" else list_resources)
     server.add_request_handler("skills/list", PaginatedRequestParams, list_skills)
     server.add_request_handler("skills/get", GetSkillParams, get_skill)
     if scenario != "noext":

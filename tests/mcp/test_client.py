@@ -135,9 +135,13 @@ def test_a_server_that_never_answers_meets_the_deadline_and_stderr_stays_out_of_
     assert "\n" not in str(caught.value)
 
 
-def test_a_server_without_the_extension_is_refused(stdio_url) -> None:
-    with opened(stdio_url("noext")) as reg:
-        with pytest.raises(SourceError, match="does not declare the io.modelcontextprotocol/skills extension"):
+@pytest.mark.parametrize(("scenario", "message"), [
+    ("noext", "does not declare the io.modelcontextprotocol/skills extension"),
+    ("noresources", "declares io.modelcontextprotocol/skills but not the resources capability"),
+])
+def test_a_server_without_the_extension_or_resources_is_refused(stdio_url, scenario: str, message: str) -> None:
+    with opened(stdio_url(scenario)) as reg:
+        with pytest.raises(SourceError, match=message):
             reg.list_skills()
 
 
