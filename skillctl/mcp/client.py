@@ -256,7 +256,7 @@ class McpClient:
                         from mcp.client.streamable_http import streamable_http_client
                         from mcp.shared._httpx_utils import create_mcp_http_client
 
-                        http = await stack.enter_async_context(create_mcp_http_client(auth=_OriginKey(self.server.origin, self._token)))
+                        http = await stack.enter_async_context(create_mcp_http_client(auth=_origin_key(self.server.origin, self._token)))
                         transport = streamable_http_client(self.server.http_url, http_client=http)
                     client = await stack.enter_async_context(Client(transport, cache=None))
                     scope.deadline = math.inf
@@ -459,18 +459,16 @@ class McpClient:
         return out
 
 
-class _OriginKey:
+def _origin_key(origin: str, token: str | None) -> Any:
     """httpx2 auth: the Bearer key on requests to the server's own origin only (a redirect
-    elsewhere goes without it)."""
+    elsewhere goes without it). httpx2 is the SDK's, imported only for HTTP servers."""
+    import httpx2
 
-    def __new__(cls, origin: str, token: str | None) -> Any:
-        import httpx2
+    class OriginKey(httpx2.Auth):
+        def auth_flow(self, request: Any) -> Any:
+            here = f"{request.url.scheme}://{request.url.netloc.decode('ascii')}".lower()
+            if token is not None and here == origin:
+                request.headers["Authorization"] = f"Bearer {token}"
+            yield request
 
-        class OriginKey(httpx2.Auth):
-            def auth_flow(self, request: Any) -> Any:
-                here = f"{request.url.scheme}://{request.url.netloc.decode('ascii')}".lower()
-                if token is not None and here == origin:
-                    request.headers["Authorization"] = f"Bearer {token}"
-                yield request
-
-        return OriginKey()
+    return OriginKey()

@@ -203,3 +203,14 @@ def test_one_session_serves_many_calls(good: McpRegistry) -> None:
     for _ in range(5):
         good.resolve("forms")
     assert good.client is client  # the same session: one spawn for the whole module
+
+
+def test_the_key_is_attached_for_the_servers_origin_only() -> None:
+    import httpx2
+
+    from skillctl.mcp.client import _origin_key
+
+    auth = _origin_key(parse_server("mcp+https://mcp.example.com/mcp").origin, "k3y")
+    mine, elsewhere = httpx2.Request("POST", "https://mcp.example.com/mcp"), httpx2.Request("GET", "https://evil.example.net/")
+    assert next(auth.auth_flow(mine)).headers["Authorization"] == "Bearer k3y"
+    assert "Authorization" not in next(auth.auth_flow(elsewhere)).headers
