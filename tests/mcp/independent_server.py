@@ -7,6 +7,7 @@ own server. The scenario is chosen by argv:
     loop                 skills/list whose nextCursor never changes
     hostile              one skill per attack (see HOSTILE), plus a top-level skill shadowed by a nested one
     hang                 answers the handshake, never answers skills/list
+    mute                 never answers anything, not even the handshake
     noext                does not declare the extension
     noresources          declares the extension but not the resources capability
     folder DIR           the skills in DIR (one folder per skill), read from disk at each request
@@ -247,6 +248,10 @@ def serve_http(server: Server[Any], port_file: str) -> None:
 
 def main() -> None:
     print("independent server starting (this line is the server's stderr)", file=sys.stderr, flush=True)
+    if sys.argv[1:2] == ["mute"]:
+        import time
+
+        time.sleep(3600)
     server, http = build(sys.argv[1:])
     if http:
         serve_http(server, sys.argv[sys.argv.index("--http") + 1])

@@ -135,6 +135,14 @@ def test_a_server_that_never_answers_meets_the_deadline_and_stderr_stays_out_of_
     assert "\n" not in str(caught.value)
 
 
+def test_a_server_that_never_shakes_hands_meets_the_connect_deadline(stdio_url) -> None:
+    start = time.monotonic()
+    with opened(stdio_url("mute"), timeout_s=1.5) as reg:
+        with pytest.raises(SourceError, match=r"did not answer the handshake within 1\.5 s"):
+            reg.list_skills()
+    assert time.monotonic() - start < 20
+
+
 @pytest.mark.parametrize(("scenario", "message"), [
     ("noext", "does not declare the io.modelcontextprotocol/skills extension"),
     ("noresources", "declares io.modelcontextprotocol/skills but not the resources capability"),
