@@ -188,10 +188,13 @@ class McpClient:
     """One session with one server, for as many calls as a command makes (see the module
     docstring). Use as ``with McpClient(spec) as c:``; each method is synchronous."""
 
-    def __init__(self, server: ServerSpec, *, timeout_s: float | None = None, token: str | None = None,
-                 warn: Callable[[str], None] | None = None) -> None:
+    def __init__(self, server: ServerSpec, *, timeout_s: float | None = None, connect_timeout_s: float | None = None,
+                 token: str | None = None, warn: Callable[[str], None] | None = None) -> None:
+        """``timeout_s``: each request's deadline (None: ``SKILLCTL_MCP_TIMEOUT``, else 60 s);
+        ``connect_timeout_s``: spawning or reaching the server and the handshake (None: the same)."""
         self.server = server
         self.timeout_s = timeout_from_env() if timeout_s is None else timeout_s
+        self.connect_timeout_s = self.timeout_s if connect_timeout_s is None else connect_timeout_s
         self._token = token if token is not None else (token_from_env() if server.http_url else None)
         self._warn = warn
         self._stack: ExitStack | None = None
@@ -248,7 +251,7 @@ class McpClient:
 
         yielded = False
         with anyio.CancelScope() as scope:
-            scope.deadline = anyio.current_time() + self.timeout_s
+            scope.deadline = anyio.current_time() + self.connect_timeout_s
             try:
                 async with AsyncExitStack() as stack:
                     transport = self._transport()
@@ -267,7 +270,7 @@ class McpClient:
                     raise
                 raise SourceError(f"{self.server}: cannot connect to the MCP server: {_reason(exc)}{self._said()}") from None
         if not yielded:
-            raise SourceError(f"{self.server}: the MCP server did not answer the handshake within {self.timeout_s:g} s{self._said()}")
+            raise SourceError(f"{self.server}: the MCP server did not answer the handshake within {self.connect_timeout_s:g} s{self._said()}")
 
     def _said(self) -> str:
         """The stdio server's last stderr lines, for an error message (one line)."""

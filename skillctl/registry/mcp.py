@@ -77,10 +77,10 @@ def split_ref(text: str) -> tuple[str, str, str]:
 class McpRegistry(ReadOnlyRegistry):
     """A read-only registry over one MCP server (see the module docstring)."""
 
-    def __init__(self, server: "ServerSpec", *, timeout_s: float | None = None, token: str | None = None,
-                 warn: Callable[[str], None] | None = None) -> None:
+    def __init__(self, server: "ServerSpec", *, timeout_s: float | None = None, connect_timeout_s: float | None = None,
+                 token: str | None = None, warn: Callable[[str], None] | None = None) -> None:
         self.server = server
-        self._timeout_s = timeout_s
+        self._timeouts = {"timeout_s": timeout_s, "connect_timeout_s": connect_timeout_s}
         self._token = token
         self._warn = warn
         self.warnings: list[str] = []
@@ -89,14 +89,17 @@ class McpRegistry(ReadOnlyRegistry):
         self._built: dict[str, tuple[str, "PackedBundle", VersionRecord]] = {}  # uri -> (manifest, bundle, record)
 
     @classmethod
-    def from_url(cls, url: str, *, insecure: bool | None = None, timeout_s: float | None = None, token: str | None = None,
+    def from_url(cls, url: str, *, insecure: bool | None = None, timeout_s: float | None = None,
+                 connect_timeout_s: float | None = None, token: str | None = None,
                  warn: Callable[[str], None] | None = None) -> "McpRegistry":
         """``insecure`` allows ``mcp+http://`` to a host that is not loopback (None: ``SKILLCTL_INSECURE``);
-        ``token`` is the key for an HTTP server (None: ``SKILLCTL_MCP_TOKEN``)."""
+        ``token`` is the key for an HTTP server (None: ``SKILLCTL_MCP_TOKEN``); the deadlines are
+        ``McpClient``'s."""
         from skillctl.mcp.client import parse_server
 
         try:
-            return cls(parse_server(url, insecure=bool(insecure)), timeout_s=timeout_s, token=token, warn=warn)
+            return cls(parse_server(url, insecure=bool(insecure)), timeout_s=timeout_s, connect_timeout_s=connect_timeout_s,
+                       token=token, warn=warn)
         except SourceError as exc:
             raise RegistryError(str(exc)) from None
 
@@ -130,7 +133,7 @@ class McpRegistry(ReadOnlyRegistry):
         if self._client is None:
             from skillctl.mcp.client import McpClient
 
-            self._client = McpClient(self.server, timeout_s=self._timeout_s, token=self._token, warn=self.warn).__enter__()
+            self._client = McpClient(self.server, token=self._token, warn=self.warn, **self._timeouts).__enter__()
         return self._client
 
     # ------------------------------------------------------------------ entries
