@@ -89,8 +89,9 @@ _registry_url_option = click.option(
     envvar="SKILLCTL_REGISTRY",
     metavar="URL",
     callback=checked_registry_url,
-    help="Registry: a folder path (the embedded registry), oci://HOST[:PORT]/NAMESPACE, or https://HOST "
-    "(a site publishing /.well-known/agent-skills/, read-only). "
+    help="Registry: a folder path (the embedded registry), oci://HOST[:PORT]/NAMESPACE, https://HOST "
+    "(a site publishing /.well-known/agent-skills/, read-only), or an MCP server serving skills, "
+    "mcp+stdio:'COMMAND ARGS' or mcp+https://HOST/PATH (read-only). "
     "Env: SKILLCTL_REGISTRY. Default: a folder in your user data directory.",
 )
 
@@ -207,6 +208,12 @@ def refuse_token_stdin(what: str) -> None:
 def open_registry_for_cli(url: str | None, *, origin: str | None = None, create: bool = False, **options: Any) -> Registry:
     """The registry ``url`` as a command opens it: see ``registry_opener``."""
     try:
-        return registry_opener(url, origin=origin, create=create, **options)()
+        reg = registry_opener(url, origin=origin, create=create, **options)()
     except SkillctlError as exc:
         raise click.ClickException(str(exc)) from exc
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        # Closed when the command ends, also where it does not say `with`: an mcp+stdio: registry
+        # is a server process, which should not outlive the command that launched it.
+        ctx.call_on_close(reg.close)
+    return reg
