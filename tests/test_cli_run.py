@@ -87,7 +87,7 @@ def test_demo_answer_on_stdout_progress_on_stderr(env, tmp_path, agent_image, do
     assert result.stdout == DEMO_ANSWER + "\n"
     err = result.stderr
     for expected in ("sandbox started (docker)", "staged 1 input(s) into /workspace", "loaded tally@1.0.0 -> /skills/tally/",
-                     "step 1: shell", "  exit 0 in ", "step 5: answer (", "outcome: answered; steps K=5; Z="):
+                     "step 1: shell", "  exit 0 in ", "step 5: answer (", "outcome: answered; 5 steps; "):
         assert expected in err, (expected, err)
     assert "44" in DEMO_ANSWER
     # The tally script really ran on the staged file inside the container.

@@ -32,7 +32,7 @@ def batch_cmd(tasks, results, model_spec, allow_outside_files, registry_url, fmt
     its folder (unless --allow-outside-files); a line without "id" gets a hash of its content.
     Every line is checked first; bad lines are reported with their numbers and nothing runs.
 
-    Each finished run appends one line to the results (id, outcome, answer, steps K, Z,
+    Each finished run appends one line to the results (id, outcome, answer, steps, tokens used,
     duration, transcript path, retries); transcripts go to RESULTS.transcripts/. Running the
     same command again skips ids already in the results, so an interrupted batch resumes.
     Ctrl-C stops the runs and removes their containers (exit 130). Exit 1 when some run could

@@ -55,7 +55,7 @@ def list_cmd(fmt: str) -> None:
 @format_option
 @library_errors
 def show_cmd(ref: str, fmt: str) -> None:
-    """Show a memory's files and the lines of its MEMORY.md that a run's c1 shows."""
+    """Show a memory's files and the lines of its MEMORY.md that a run's first context shows."""
     memory = _existing(ref)
     index = memory.index_excerpt()
     if fmt == "json":
