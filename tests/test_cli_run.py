@@ -437,7 +437,7 @@ def test_catalog_of_an_unknown_skill_is_one_line(env):
 
 def test_export_writes_verified_unpacked_skills(env, tmp_path):
     dest = tmp_path / ".agents" / "skills"
-    result = invoke(env, "export", "tally", "json-shape", "--to", str(dest))
+    result = invoke(env, "export", "tally", "json-shape", "-o", str(dest))
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in dest.iterdir()) == ["json-shape", "tally"]
     for name in ("tally", "json-shape"):
@@ -448,13 +448,13 @@ def test_export_writes_verified_unpacked_skills(env, tmp_path):
                 assert out.read_bytes() == f.read_bytes()
                 assert bool(out.stat().st_mode & 0o100) == bool(f.stat().st_mode & 0o100)
     assert f"tally@1.0.0 -> {dest / 'tally'}" in result.stdout
-    again = invoke(env, "export", "tally", "--to", str(dest))  # the same content: nothing to do
+    again = invoke(env, "export", "tally", "--output", str(dest))  # the same content: nothing to do
     assert again.exit_code == 0, again.output
     (dest / "tally" / "stale.txt").write_text("old", "utf-8")
-    refused = invoke(env, "export", "tally", "--to", str(dest))
+    refused = invoke(env, "export", "tally", "--output", str(dest))
     assert refused.exit_code == 1 and refused.stderr.count("\n") == 1, refused.output
     assert "already exists with other content" in refused.stderr
-    forced = invoke(env, "export", "tally", "--to", str(dest), "--force", "--format", "json")
+    forced = invoke(env, "export", "tally", "--output", str(dest), "--force", "--format", "json")
     assert forced.exit_code == 0, forced.output
     assert not (dest / "tally" / "stale.txt").exists()
     assert json.loads(forced.stdout)[0]["name"] == "tally"

@@ -86,7 +86,7 @@ SUMMARIES: dict[str, str] = {
     "memory": "Long-term memories: folders a run mounts at /memory with `skillctl run --memory NAME`.",
     "pack": "Validate and pack skills into reproducible NAME-VERSION.skill.tgz bundles.",
     "publish": "Publish skill folders or .skill.tgz bundles to the registry.",
-    "pull": "Fetch a skill version, verify its digest and unpack it safely into OUT/NAME/.",
+    "pull": "Fetch a skill version, verify its digest and unpack it safely into DIR/NAME/ (-o/--output).",
     "registry": "Make and maintain a registry (create one, verify integrity, collect garbage, rebuild a lost index, delete a version).",
     "remove": "Remove skills NAME… from skills.yaml, skills.lock and every target folder.",
     "run": "Run an agent on TASK with the given skills loaded into a sandbox.",

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, library_errors, progress, refuse_token_stdin, registry_option
+from skillctl.cli.common import emit_json, format_option, output_option, library_errors, progress, refuse_token_stdin, registry_option
 from skillctl.cli.many_options import MANY_KEYS, current_project, many_run_options, open_engine_for, run_settings
 
 
 @click.command("batch")
 @click.argument("tasks", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("-o", "--output", "results", type=click.Path(dir_okay=False, path_type=Path),
-              help="Results file (JSON Lines, appended as runs finish). Default: TASKS.results.jsonl beside TASKS.")
+@output_option("results", file=True,
+               help="Results file (JSON Lines, appended as runs finish). Default: TASKS.results.jsonl beside TASKS.")
 @click.option("--model", "model_spec", envvar="SKILLCTL_MODEL", metavar="SPEC",
               help="Model for lines without one: script:FILE, openai:MODEL, openai-chat:MODEL. Env: SKILLCTL_MODEL.")
 @click.option("--allow-outside-files", is_flag=True,

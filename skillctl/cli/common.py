@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import click
@@ -210,3 +211,49 @@ def open_registry_for_cli(url: str | None, *, origin: str | None = None, create:
         return registry_opener(url, origin=origin, create=create, **options)()
     except SkillctlError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+def output_option(dest: str, *, help: str, old: tuple[str, ...] = (), file: bool = False,  # noqa: A002 - click's name
+                  default: Any = None, required: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``-o/--output`` for a command's output file (``file``) or folder, stored as ``dest``.
+
+    ``old`` are the spellings it replaces (``--out``, ``--to``, ``--dir``): hidden aliases for one
+    release that say on stderr that they are deprecated. Giving both is a usage error. A
+    ``required`` output is checked here, after both spellings were read, so the old one counts."""
+    from click.core import ParameterSource
+
+    path = click.Path(dir_okay=not file, file_okay=file, path_type=Path)
+    key = f"skillctl.output_alias.{dest}"
+
+    def given(ctx: click.Context) -> bool:
+        return ctx.get_parameter_source(dest) not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+
+    def from_alias(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is None:
+            return value
+        spelling = param.opts[0]
+        click.echo(f"{spelling} is deprecated; use -o/--output", err=True)
+        if dest in ctx.params and given(ctx):
+            raise click.UsageError(f"give the output once: -o/--output ({spelling} is its old name)", ctx)
+        ctx.meta[key] = value
+        ctx.params[dest] = value
+        return value
+
+    def from_output(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if key in ctx.meta:
+            if given(ctx):
+                raise click.UsageError("give the output once: -o/--output (the other spelling is its old name)", ctx)
+            return ctx.meta[key]
+        if value is None and required:
+            raise click.MissingParameter(ctx=ctx, param=param)
+        return value
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        for spelling in reversed(old):
+            f = click.option(spelling, f"{dest}_{spelling.strip('-')}_alias", type=path, hidden=True,
+                             expose_value=False, callback=from_alias, help="Old name of -o/--output.")(f)
+        metavar = "FILE" if file else "DIR"
+        return click.option("-o", "--output", dest, type=path, default=default, show_default=default is not None,
+                            metavar=metavar, callback=from_output, help=help)(f)
+
+    return decorate

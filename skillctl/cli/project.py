@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import click
 
-from skillctl.cli.common import (emit_json, format_option, given_access, library_errors, progress, registry_opener,
+from skillctl.cli.common import (emit_json, format_option, given_access, library_errors, output_option, progress, registry_opener,
                                  registry_option, registry_origin)
 from skillctl.project.spec import LOCK_FILE, REQUIREMENTS_FILE
 
@@ -175,8 +175,7 @@ def lock_cmd(req_path: Path, lock_path: Path, upgrade: bool, allow_unsigned: boo
 @click.command("install")
 @_req_opt
 @_lock_opt
-@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Install into this one folder (OUT/NAME/) instead of the agents' folders.")
+@output_option("out_dir", old=("--out",), help="Install into this one folder (DIR/NAME/) instead of the agents' folders.")
 @click.option("--frozen", is_flag=True, help="Install exactly what skills.lock says; fail if it is missing or stale.")
 @target_options
 @_allow_unsigned_opt

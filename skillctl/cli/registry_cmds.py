@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, registry_option
+from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, output_option, registry_option
 
 
 def _when(ts: int) -> str:
@@ -89,14 +89,14 @@ def versions(name: str, registry_url: str | None, fmt: str) -> None:
 
 @click.command("pull")
 @click.argument("ref")
-@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True, help="Folder to unpack into (the skill lands in OUT/NAME/).")
+@output_option("out_dir", old=("--out",), default=Path("."), help="Folder to unpack into (the skill lands in DIR/NAME/).")
 @click.option("--pre", "prereleases", is_flag=True, help="Let ranges match pre-releases.")
-@click.option("--force", is_flag=True, help="Replace an existing OUT/NAME folder.")
+@click.option("--force", is_flag=True, help="Replace an existing DIR/NAME folder.")
 @registry_option
 @format_option
 @library_errors
 def pull(ref: str, out_dir: Path, prereleases: bool, force: bool, registry_url: str | None, fmt: str) -> None:
-    """Fetch a skill version, verify its digest and unpack it safely into OUT/NAME/."""
+    """Fetch a skill version, verify its digest and unpack it safely into DIR/NAME/ (-o/--output)."""
     from skillctl.bundle import read_artifact, write_contents
 
     reg = open_registry_for_cli(registry_url)

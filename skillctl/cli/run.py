@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from skillctl.cli.egress_options import egress_options, egress_spec
-from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, progress, registry_option
+from skillctl.cli.common import emit_json, format_option, output_option, library_errors, open_registry_for_cli, progress, registry_option
 from skillctl.cli.run_options import run_options, sandbox_settings
 
 
@@ -29,7 +29,7 @@ from skillctl.cli.run_options import run_options, sandbox_settings
 @click.option("--compact", is_flag=True, help="When clearing old tool results is not enough, let the model summarise the oldest part of the conversation instead of dropping it (costs extra model calls).")
 @click.option("--subagents", is_flag=True, help="Offer the model a `subagent` tool: a fresh-context agent run on a sub-task whose final answer alone comes back.")
 @click.option("--memory", "memory", metavar="NAME|DIR", help="Long-term memory that outlives the run: a NAME (kept in the user data folder) or a folder path such as ./notes. The agent finds it at /memory and the first context shows the first lines of its MEMORY.md; one run at a time per memory. See `skillctl memory`.")
-@click.option("--output", "output_dir", type=click.Path(file_okay=False, path_type=Path), help="After the run, copy the sandbox's working folder here (hard links become separate files; symbolic links and special files are skipped; exit 10 if the copy fails).")
+@output_option("output_dir", help="After the run, copy the sandbox's working folder here (hard links become separate files; symbolic links and special files are skipped; exit 10 if the copy fails).")
 @click.option("--transcript", "transcript_path", type=click.Path(dir_okay=False, path_type=Path), help="JSON Lines file for the full run record (default: in the user state folder).")
 @run_options
 @egress_options
@@ -127,7 +127,7 @@ def catalog_cmd(refs, budget, registry_url, fmt) -> None:
 
 @click.command("export")
 @click.argument("refs", nargs=-1)
-@click.option("--to", "dest", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder agents read skills from, e.g. .agents/skills or .claude/skills.")
+@output_option("dest", old=("--to",), required=True, help="Folder agents read skills from, e.g. .agents/skills or .claude/skills.")
 @click.option("--lock", "lock_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Take skills from this skills.lock, exactly as pinned (default with it: every locked skill); "
               "REFs the lock does not pin come from --registry.")
