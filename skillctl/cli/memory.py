@@ -50,7 +50,7 @@ def list_cmd(fmt: str) -> None:
         click.echo(f"{m['name']:<{width}}  {m['files']:>5} file(s) {m['bytes']:>10} bytes  {_when(m['modified'])}")
 
 
-@memory_group.command("show")
+@memory_group.command("show", short_help="Show a memory's files and the start of its MEMORY.md.")
 @click.argument("ref", metavar="NAME|DIR")
 @format_option
 @library_errors

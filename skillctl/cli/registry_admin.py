@@ -15,7 +15,7 @@ def registry_group() -> None:
     """Make and maintain a registry (create one, verify integrity, collect garbage, rebuild a lost index, delete a version)."""
 
 
-@registry_group.command("init")
+@registry_group.command("init", short_help="Create an empty folder registry.")
 @registry_option
 @format_option
 @library_errors
@@ -65,7 +65,7 @@ def verify(registry_url: str | None, fmt: str) -> None:
     sys.exit(1 if errors else 0)
 
 
-@registry_group.command("gc")
+@registry_group.command("gc", short_help="Remove blobs nothing references and leftover uploads.")
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
 @click.option("--grace", default=3600, show_default=True, type=click.IntRange(min=0), help="Keep unreferenced files younger than this many seconds (a publish may be in flight).")
 @registry_option
@@ -86,7 +86,7 @@ def gc(dry_run: bool, grace: int, registry_url: str | None, fmt: str) -> None:
         click.echo(f"{len(removed)} file(s) {'to remove' if dry_run else 'removed'}")
 
 
-@registry_group.command("rebuild-index")
+@registry_group.command("rebuild-index", short_help="Rebuild a folder registry's lost index from its blobs.")
 @registry_option
 @format_option
 @library_errors
@@ -123,7 +123,7 @@ def rebuild_index(registry_url: str | None, fmt: str) -> None:
     click.echo("not recoverable from blobs: " + "; ".join(NOT_RECOVERABLE))
 
 
-@registry_group.command("remove")
+@registry_group.command("remove", short_help="Delete a version that was never fetched or locked.")
 @click.argument("ref")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
 @registry_option

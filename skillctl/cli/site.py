@@ -14,7 +14,7 @@ def site_group() -> None:
     """Publish skills where any web server or CDN can serve them (/.well-known/agent-skills/)."""
 
 
-@site_group.command("build")
+@site_group.command("build", short_help="Write a well-known skills site into a folder.")
 @click.argument("out", type=click.Path(file_okay=False, path_type=Path))
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--base-url", metavar="URL", help="Where OUT will be served (https://HOST[/PATH]); makes the URLs in index.json absolute. Default: relative URLs, servable from anywhere.")
