@@ -257,3 +257,36 @@ def output_option(dest: str, *, help: str, old: tuple[str, ...] = (), file: bool
                             metavar=metavar, callback=from_output, help=help)(f)
 
     return decorate
+
+
+class NeedsYes(click.ClickException):
+    """A confirmation nobody can give (no terminal): a bad invocation, exit 2, said in one line
+    (a ``UsageError`` would add the usage lines)."""
+
+    exit_code = 2
+
+
+def confirm(question: str, *, yes: bool, refused: str) -> None:
+    """Ask ``question`` on the terminal unless ``yes``; without a terminal, fail naming --yes.
+    Call it after checking that the target exists, so a typo is reported as such, not asked
+    about. ``refused`` starts the one-line error: "memory clear proj"."""
+    if yes:
+        return
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise NeedsYes(f"{refused}: no terminal to confirm on; pass --yes to go ahead")
+    click.confirm(question, abort=True, err=True)
+
+
+def terminal_width() -> int:
+    """Columns of the terminal (``COLUMNS`` when set, else the terminal's; 80 when there is none)."""
+    import shutil
+
+    return shutil.get_terminal_size((80, 24)).columns
+
+
+def fit(text: str, width: int) -> str:
+    """``text`` on one line of at most ``width`` characters, a cut marked with "…"."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    return text[:max(width - 1, 0)] + "…"

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, progress, registry_option
+from skillctl.words import count
 
 index_option = click.option(
     "--index-url", "index", envvar="SKILLCTL_INDEX_URL", metavar="URL",
@@ -376,7 +377,7 @@ def prune(everything, bases, lock_paths, keep_within, dry_run, image, fmt) -> No
         click.echo(f"{verb} {', '.join(d.image.tags) or d.image.id[:19]}: {d.reason}")
     for d in kept + [d for d in parts if not d.remove]:
         click.echo(f"kept {', '.join(d.image.tags) or d.image.id[:19]}: {d.reason}")
-    click.echo(f"{verb} {len(removed)} environment image(s), kept {len(kept)}; parts: {verb} "
+    click.echo(f"{verb} {count(len(removed), 'environment image')}, kept {len(kept)}; parts: {verb} "
                f"{sum(d.remove for d in parts)}, kept {sum(not d.remove for d in parts)}")
 
 

@@ -9,6 +9,7 @@ import click
 from skillctl.cli.common import emit_json, exclude_option, format_option, library_errors, output_option, progress
 from skillctl.cli.profile_option import profile_option
 from skillctl.errors import SkillctlError
+from skillctl.words import count
 
 
 def skill_folders(paths: tuple[Path, ...], exclude: tuple[str, ...] = ()) -> list[Path]:
@@ -97,7 +98,7 @@ def pack_cmd(paths: tuple[Path, ...], out_dir: Path, version: str | None, dry_ru
     if fmt == "json":
         emit_json(results[0] if len(results) == 1 and not failed and len(paths) <= 1 and results else results)
     if failed:
-        raise click.ClickException(f"{failed} skill{'s' * (failed != 1)} could not be packed (see above); nothing was written for {'them' if failed != 1 else 'it'}")
+        raise click.ClickException(f"{count(failed, 'skill')} could not be packed (see above); nothing was written for {'them' if failed != 1 else 'it'}")
 
 
 @click.command("inspect")
