@@ -176,3 +176,25 @@ def test_the_bash_script_completes_commands_through_skillctl_itself() -> None:
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "plain,completion" in done.stdout.splitlines()
+
+
+def test_run_eval_and_batch_take_the_same_run_options() -> None:
+    from skillctl.cli.run_options import RUN_KEYS
+
+    def described(name: str) -> dict[str, tuple]:
+        params = {p.name: p for p in cli.get_command(ROOT, name).params}
+        return {k: (tuple(params[k].opts), repr(params[k].type), params[k].default, params[k].help) for k in RUN_KEYS}
+
+    assert described("run") == described("eval") == described("batch")
+    assert len(RUN_KEYS) >= 11
+
+
+def test_parallel_runs_never_prompt_under_the_default_approval() -> None:
+    from skillctl.cli.many_options import run_settings
+
+    base = {"base_url": None, "max_steps": 30, "max_seconds": None, "max_tokens": None, "context_budget": 100_000,
+            "timeout_ms": 60_000, "sandbox_name": "docker", "allow_unsafe_local": False, "image": None,
+            "memory_limit": "1g", "cpus": None}
+    assert run_settings(None, {**base, "approve": "policy"}).approve == "never"
+    assert run_settings(None, {**base, "approve": "all"}).approve == "all"
+    assert run_settings(None, {**base, "approve": "policy"}).sandbox_settings == {"memory_limit": "1g"}

@@ -294,7 +294,7 @@ def test_memory_list_show_clear(isolated, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "MEMORY.md").write_text("x", "utf-8")
-    assert invoke("memory", "clear", "./notes", "--yes").stdout == "cleared memory ./notes: 1 file(s) deleted\n"
+    assert invoke("memory", "clear", "./notes", "--yes").stdout == "cleared memory ./notes: 1 file deleted\n"
     assert (tmp_path / "notes").is_dir() and not any((tmp_path / "notes").iterdir())
 
 

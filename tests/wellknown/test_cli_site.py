@@ -56,7 +56,7 @@ def site(examples_site: Path):
 
 def test_site_build_from_skill_folders(tmp_path: Path):
     result = run("site", "build", tmp_path / "out", REPO / "skills" / "tally")
-    assert "1 skill(s), 1 version(s)" in result.stdout
+    assert "1 skill, 1 version; 4 files written" in result.stdout
     index = json.loads((tmp_path / "out" / WK / "index.json").read_text())
     assert [e["name"] for e in index["skills"]] == ["tally"]
 
