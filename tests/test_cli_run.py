@@ -105,9 +105,9 @@ def test_format_json_reports_outcome_answer_steps_and_cost(env, tmp_path, agent_
                     "--transcript", str(transcript), "--format", "json", "How many words?")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert {"outcome", "answer", "steps", "Z", "context_sizes", "transcript"} <= set(report)
+    assert {"outcome", "answer", "steps", "tokens_used", "Z", "context_sizes", "transcript"} <= set(report)
     assert (report["outcome"], report["answer"], report["steps"]) == ("answered", DEMO_ANSWER, 5)
-    assert len(report["context_sizes"]) == 5 and report["Z"] == sum(report["context_sizes"])
+    assert len(report["context_sizes"]) == 5 and report["tokens_used"] == report["Z"] == sum(report["context_sizes"])
     assert report["context_sizes"] == sorted(report["context_sizes"])  # the context only grows here
     assert report["transcript"] == str(transcript)
     assert len(rebuild_requests(transcript)) == 5

@@ -38,7 +38,7 @@ _OPTIONS = [
                  help="Agent image (docker; default: the one `skillctl image build` makes, built on first use, by "
                       "each Ray node for its runs). Skill environments are layered on it."),
     click.option("--memory-limit", metavar="SIZE",
-                 help="Container RAM limit of a run, e.g. 4g (docker; default 2g). Not long-term memory: see --memory."),
+                 help="Container RAM limit of a run, e.g. 4g (docker; default 2g); not long-term memory (`skillctl run --memory`)."),
     click.option("--cpus", type=FiniteFloatRange(min=0.01, max=MAX_CPUS), help="Container CPU limit of a run (docker; default 1)."),
 ]
 

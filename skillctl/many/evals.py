@@ -270,11 +270,11 @@ def write_run(folder: Path, job: Job, result: JobResult) -> list[dict[str, Any]]
     expectations = result.grading if result.grading is not None else not_run_grading(job, result)
     write_json(folder / "grading.json", {"expectations": expectations, "summary": summary(expectations)})
     duration_ms = round(result.duration_s * 1000)
-    write_json(folder / "timing.json", {"total_tokens": result.tokens_used, "duration_ms": duration_ms,
+    write_json(folder / "timing.json", {"total_tokens": result.Z, "duration_ms": duration_ms,
                                         "total_duration_seconds": round(result.duration_s, 3)})
     write_json(folder / "run.json", {
         "outcome": result.outcome, "exit_code": result.exit_code, "answer": result.answer, "steps": result.steps,
-        "tokens_used": result.tokens_used, "Z": result.tokens_used, "duration_s": round(result.duration_s, 3), "message": result.message,
+        "tokens_used": result.Z, "Z": result.Z, "duration_s": round(result.duration_s, 3), "message": result.message,
         "judge_tokens": result.judge_tokens, "node": result.node, "attempts": result.attempts,
         "retries": result.retries, "run": result.run,
     })
@@ -372,6 +372,6 @@ def _record(case: EvalCase, config: str, n: int, result: JobResult, expectations
     notes = [f"{label}: {note}; it ran again on another node" for note in result.retries]
     if not result.started:
         notes.append(f"{label} did not run ({result.outcome}): {result.message}")
-    return RunRecord(case.id, case.name, config, n, result.outcome, expectations, result.duration_s, result.tokens_used,
+    return RunRecord(case.id, case.name, config, n, result.outcome, expectations, result.duration_s, result.Z,
                      started=result.started, message=result.message, path=folder.as_posix(), notes=notes)
 
