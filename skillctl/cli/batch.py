@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, output_option, library_errors, progress, refuse_token_stdin, registry_option
+from skillctl.cli.common import emit_json, format_option, library_errors, output_option, progress, refuse_token_stdin, registry_option
 from skillctl.cli.many_options import MANY_KEYS, current_project, many_run_options, open_engine_for, run_settings
 
 
