@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from skillctl.cli.egress_options import egress_options, egress_spec
-from skillctl.cli.common import emit_json, format_option, output_option, library_errors, open_registry_for_cli, progress, registry_option
+from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, output_option, progress, registry_option
 from skillctl.cli.run_options import run_options, sandbox_settings
 
 
