@@ -198,3 +198,13 @@ def test_parallel_runs_never_prompt_under_the_default_approval() -> None:
     assert run_settings(None, {**base, "approve": "policy"}).approve == "never"
     assert run_settings(None, {**base, "approve": "all"}).approve == "all"
     assert run_settings(None, {**base, "approve": "policy"}).sandbox_settings == {"memory_limit": "1g"}
+
+
+@pytest.mark.parametrize("command", ["eval", "batch"])
+def test_a_zero_ram_limit_is_a_bad_option_not_a_traceback(tmp_path: Path, command: str) -> None:
+    # -j is worked out by dividing the machine's memory by the limit: 0 once ended in ZeroDivisionError
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"task": "t"}\n')
+    target = [str(tasks)] if command == "batch" else [str(write_skill(tmp_path, "demo"))]
+    result = CliRunner().invoke(cli, [command, *target, "--model", "script:x.yaml", "--memory-limit", "0"])
+    assert result.exit_code == 2 and "'--memory-limit': '0' is no RAM limit" in result.output, result.output

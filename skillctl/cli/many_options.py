@@ -60,9 +60,11 @@ def open_engine_for(o: dict[str, Any]) -> Any:
     """The engine the options name; -j defaults from the container limits a run gets."""
     from skillctl.many.engines import DEFAULT_RUN_MEMORY, default_jobs, open_engine, parse_size
 
+    run_memory = parse_size(o["memory_limit"]) if o["memory_limit"] else DEFAULT_RUN_MEMORY
+    if run_memory <= 0:  # -j divides the machine's memory by it
+        raise click.BadParameter(f"{o['memory_limit']!r} is no RAM limit; write e.g. 2g or 512m", param_hint="'--memory-limit'")
     if o["engine"] == "local":
-        jobs = o["jobs"] or default_jobs(parse_size(o["memory_limit"]) if o["memory_limit"] else DEFAULT_RUN_MEMORY,
-                                         o["cpus"] or 1.0)
+        jobs = o["jobs"] or default_jobs(run_memory, o["cpus"] or 1.0)
         return open_engine("local", jobs=jobs, retries=o["retries"], progress=progress)
     if o["ray_address"] is None:
         progress("starting Ray on this machine (no --ray-address)")
