@@ -62,7 +62,7 @@ def test_pack_reports_a_search_that_stopped_and_still_packs_what_it_found(projec
     result = invoke("pack", "proj", "--exclude", "drafts", "-o", "dist", "--format", "json")
     assert result.exit_code == 0
     assert len(json.loads(result.stdout)) == 3
-    assert "proj:0:0: SK302 info did not search below 6 folder levels" in result.stderr
+    assert "proj:0:0: SK302 note did not search below 6 folder levels" in result.stderr
 
 
 def test_validate_summary_counts_notes_apart(project: Path) -> None:

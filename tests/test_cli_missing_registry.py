@@ -24,7 +24,7 @@ READS = [
     ("lock",),
     ("install", "-o", "out"),
     ("install", "--frozen", "-o", "out"),
-    ("export", "demo", "--to", "out"),
+    ("export", "demo", "-o", "out"),
     ("catalog", "demo"),
     ("run", "--skill", "demo", "--model", "script:m.yaml", "--output", "out", "task"),
     ("env", "show", "demo", "--no-resolve"),

@@ -87,7 +87,7 @@ def test_demo_answer_on_stdout_progress_on_stderr(env, tmp_path, agent_image, do
     assert result.stdout == DEMO_ANSWER + "\n"
     err = result.stderr
     for expected in ("sandbox started (docker)", "staged 1 input(s) into /workspace", "loaded tally@1.0.0 -> /skills/tally/",
-                     "step 1: shell", "  exit 0 in ", "step 5: answer (", "outcome: answered; steps K=5; Z="):
+                     "step 1: shell", "  exit 0 in ", "step 5: answer (", "outcome: answered; 5 steps; "):
         assert expected in err, (expected, err)
     assert "44" in DEMO_ANSWER
     # The tally script really ran on the staged file inside the container.
@@ -105,9 +105,9 @@ def test_format_json_reports_outcome_answer_steps_and_cost(env, tmp_path, agent_
                     "--transcript", str(transcript), "--format", "json", "How many words?")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert {"outcome", "answer", "steps", "Z", "context_sizes", "transcript"} <= set(report)
+    assert {"outcome", "answer", "steps", "tokens_used", "Z", "context_sizes", "transcript"} <= set(report)
     assert (report["outcome"], report["answer"], report["steps"]) == ("answered", DEMO_ANSWER, 5)
-    assert len(report["context_sizes"]) == 5 and report["Z"] == sum(report["context_sizes"])
+    assert len(report["context_sizes"]) == 5 and report["tokens_used"] == report["Z"] == sum(report["context_sizes"])
     assert report["context_sizes"] == sorted(report["context_sizes"])  # the context only grows here
     assert report["transcript"] == str(transcript)
     assert len(rebuild_requests(transcript)) == 5
@@ -437,7 +437,7 @@ def test_catalog_of_an_unknown_skill_is_one_line(env):
 
 def test_export_writes_verified_unpacked_skills(env, tmp_path):
     dest = tmp_path / ".agents" / "skills"
-    result = invoke(env, "export", "tally", "json-shape", "--to", str(dest))
+    result = invoke(env, "export", "tally", "json-shape", "-o", str(dest))
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in dest.iterdir()) == ["json-shape", "tally"]
     for name in ("tally", "json-shape"):
@@ -448,13 +448,13 @@ def test_export_writes_verified_unpacked_skills(env, tmp_path):
                 assert out.read_bytes() == f.read_bytes()
                 assert bool(out.stat().st_mode & 0o100) == bool(f.stat().st_mode & 0o100)
     assert f"tally@1.0.0 -> {dest / 'tally'}" in result.stdout
-    again = invoke(env, "export", "tally", "--to", str(dest))  # the same content: nothing to do
+    again = invoke(env, "export", "tally", "--output", str(dest))  # the same content: nothing to do
     assert again.exit_code == 0, again.output
     (dest / "tally" / "stale.txt").write_text("old", "utf-8")
-    refused = invoke(env, "export", "tally", "--to", str(dest))
+    refused = invoke(env, "export", "tally", "--output", str(dest))
     assert refused.exit_code == 1 and refused.stderr.count("\n") == 1, refused.output
     assert "already exists with other content" in refused.stderr
-    forced = invoke(env, "export", "tally", "--to", str(dest), "--force", "--format", "json")
+    forced = invoke(env, "export", "tally", "--output", str(dest), "--force", "--format", "json")
     assert forced.exit_code == 0, forced.output
     assert not (dest / "tally" / "stale.txt").exists()
     assert json.loads(forced.stdout)[0]["name"] == "tally"

@@ -190,7 +190,7 @@ def test_a_skill_without_a_version_gets_a_note_that_never_fails(tmp_path: Path, 
     result = invoke("validate", "demo")
     assert result.exit_code == 0
     assert result.stdout.splitlines() == [
-        "demo/SKILL.md:1:1: SK303 info no metadata.version, so pack and publish refuse this skill: add metadata.version "
+        "demo/SKILL.md:1:1: SK303 note no metadata.version, so pack and publish refuse this skill: add metadata.version "
         "to SKILL.md (skillctl version demo 0.1.0) or pass --version",
         "ok: 1 checked, 1 valid, 0 invalid; 0 errors, 0 warnings, 1 note",
     ]

@@ -2,9 +2,9 @@
 
 Commands are listed in ``COMMANDS`` and imported only when used, so ``skillctl validate`` does
 not pay for importing the Docker SDK or the OpenAI client. ``SUMMARIES`` holds each command's
-one-line summary (the first paragraph of its help), so ``skillctl --help`` imports no command
-module at all; a command missing there is asked for its summary, which costs its import.
-``tests/test_cli_help.py`` keeps the two in step.
+one-line summary for the command table, so ``skillctl --help`` imports no command module at all;
+a command missing there is asked for its summary, which costs its import.
+``tests/test_cli_help.py`` and ``tests/test_cli_grammar.py`` keep them in step and in shape.
 """
 
 from __future__ import annotations
@@ -59,50 +59,55 @@ COMMANDS: dict[str, str] = {
     "batch": "batch:batch_cmd",
     "serve": "serve:serve_group",
     "mcp": "mcp:mcp_group",
+    "completion": "completion:completion_cmd",
 }
 
 
 SUMMARIES: dict[str, str] = {
-    "agents": "List the agents skills can be installed for (--agent NAME, targets:), with their folders.",
-    "audit": "Audit skills for malicious or risky content, without running anything.",
-    "batch": "Run every task of TASKS (JSON Lines) as its own agent run, several at once.",
-    "catalog": "Print the <available_skills> block the model would see for REFs (metadata only).",
-    "copy": "Copy REF from one registry to another, both ways between a folder and an OCI registry.",
-    "env": "Skill environments: the packages skills' scripts import, in an image layer.",
-    "eval": "Evaluate a skill: run each case of its evals/evals.json with and without it.",
-    "export": "Write verified, unpacked skills into a folder, for agents that read skills from disk.",
+    "add": "Add SOURCE's skills to skills.yaml, lock and install them.",
+    "agents": "List the agents skills install for, with their folders.",
+    "audit": "Audit skills for risky content without running them.",
+    "batch": "Run each task of a JSON Lines file as its own agent run.",
+    "catalog": "Print the skills catalog the model would see for REFs.",
+    "completion": "Print the shell completion script for bash, zsh or fish.",
+    "copy": "Copy skills from one registry to another.",
+    "env": "Build and inspect the environments skills' scripts need.",
+    "eval": "Evaluate a skill: run its evals with and without it.",
+    "export": "Write verified, unpacked skills into a folder.",
     "image": "Build and inspect the agent image the sandbox runs.",
-    "init": "Create a new skill folder NAME with SKILL.md, scripts/ and references/.",
-    "inspect": "Check a .skill.tgz without unpacking it to disk, and show what it holds.",
-    "install": "Install the locked skills into the agents' folders, verifying every digest.",
-    "key": "Signing keys (Ed25519).",
-    "lint": "Alias of `validate`.",
-    "list": "List the skills in the registry with their default and latest versions.",
-    "lock": "Resolve skills.yaml's entries to exact versions and digests in skills.lock.",
-    "add": "Add SOURCE's skills to skills.yaml, lock them and install them.",
-    "update": "Move the pins of NAME… (default: every skill) to the newest their entries allow, and install.",
-    "outdated": "Show, per skill, the locked version, the newest its entry allows and the newest there is.",
+    "init": "Create a new skill folder with SKILL.md and scripts/.",
+    "inspect": "Check a .skill.tgz bundle without unpacking it.",
+    "install": "Install the locked skills into the agents' folders.",
+    "key": "Make signing keys (Ed25519).",
+    "lint": "Check skills (an alias of `validate`).",
+    "list": "List the registry's skills and their latest versions.",
+    "lock": "Pin skills.yaml's entries to exact versions in skills.lock.",
+    "mcp": "Serve skills to MCP hosts and print their config blocks.",
+    "memory": "Manage the long-term memories runs mount at /memory.",
+    "outdated": "Show the locked skills that have newer versions.",
+    "pack": "Validate and pack skills into reproducible bundles.",
+    "publish": "Publish skill folders or bundles to the registry.",
+    "pull": "Fetch a skill version, verify it and unpack it.",
+    "registry": "Create, check and repair a registry.",
+    "remove": "Remove skills from skills.yaml, the lock and folders.",
+    "run": "Run an agent on TASK with skills loaded into a sandbox.",
+    "runs": "Read past runs from their transcripts: list them or show one.",
+    "serve": "Serve a registry as the OpenAI and Anthropic skills APIs.",
+    "show": "Show a skill and the version REF resolves to.",
+    "sign": "Sign a published version in the registry.",
+    "site": "Publish skills as a well-known site for any web server.",
     "sync": "Make every target folder hold exactly what skills.lock says.",
-    "mcp": "Skills over MCP: serve a registry, project or folder to MCP hosts, and print their config blocks.",
-    "memory": "Long-term memories: folders a run mounts at /memory with `skillctl run --memory NAME`.",
-    "pack": "Validate and pack skills into reproducible NAME-VERSION.skill.tgz bundles.",
-    "publish": "Publish skill folders or .skill.tgz bundles to the registry.",
-    "pull": "Fetch a skill version, verify its digest and unpack it safely into OUT/NAME/.",
-    "registry": "Make and maintain a registry (create one, verify integrity, collect garbage, rebuild a lost index, delete a version).",
-    "remove": "Remove skills NAME… from skills.yaml, skills.lock and every target folder.",
-    "run": "Run an agent on TASK with the given skills loaded into a sandbox.",
-    "runs": "Past runs, read from their transcripts: list them, show one step by step.",
-    "serve": "Serve a registry as the OpenAI and Anthropic skills APIs and as a well-known site.",
-    "show": "Show a skill and the version REF resolves to (NAME, NAME@RANGE, skill_ID[@VERSION]).",
-    "sign": "Sign a published NAME@VERSION and attach the signature in the registry.",
-    "site": "Publish skills where any web server or CDN can serve them (/.well-known/agent-skills/).",
-    "unyank": "Make a yanked NAME@VERSION resolvable by ranges again.",
+    "unyank": "Make a yanked version resolvable by ranges again.",
+    "update": "Move pins to the newest versions allowed, and install.",
     "validate": "Check skills against the Agent Skills specification.",
-    "verify": "Check that REF's version carries a valid signature by one of the keys.",
+    "verify": "Check that a version carries a valid signature.",
     "version": "Print the version of the skill at PATH, or set it.",
-    "versions": "List every version of a skill, newest first (yanked ones marked).",
-    "yank": "Hide NAME@VERSION from ranges and `latest`; exact pins still fetch it.",
+    "versions": "List every version of a skill, newest first.",
+    "yank": "Hide a version from ranges and `latest`.",
 }
+"""Each command's summary in the command table, written for it: a sentence short enough for the
+table at 80 columns, never cut (a narrower terminal wraps it). It is the command's ``short_help``
+too (``get_command`` sets it), so ``skillctl --help`` and the command agree."""
 
 
 class LazyGroup(click.Group):
@@ -127,18 +132,16 @@ class LazyGroup(click.Group):
             raise click.ClickException(f"{where}{exc.strerror or exc}") from exc
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """click's command list, from ``SUMMARIES`` instead of importing every command."""
-        names = self.list_commands(ctx)
-        limit = formatter.width - 6 - max(map(len, names), default=0)
+        """click's command list, from ``SUMMARIES`` instead of importing every command; whole
+        (``write_dl`` wraps a summary the terminal is too narrow for, it never cuts one)."""
         rows = []
-        for name in names:
+        for name in self.list_commands(ctx):
             if name in SUMMARIES:
-                # a stand-in command carrying the summary: click shortens it as it would the real one
-                rows.append((name, click.Command(name, help=SUMMARIES[name]).get_short_help_str(limit)))
+                rows.append((name, SUMMARIES[name]))
                 continue
             cmd = self.get_command(ctx, name)
             if cmd is not None and not cmd.hidden:
-                rows.append((name, cmd.get_short_help_str(limit)))
+                rows.append((name, cmd.get_short_help_str(10_000)))
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
@@ -149,7 +152,10 @@ class LazyGroup(click.Group):
             return None
         module_name, attr = target.split(":")
         module = importlib.import_module(f"skillctl.cli.{module_name}")
-        return getattr(module, attr)
+        cmd: click.Command = getattr(module, attr)
+        if name in SUMMARIES:
+            cmd.short_help = SUMMARIES[name]
+        return cmd
 
 
 def _shown(text: str, limit: int = 80) -> str:

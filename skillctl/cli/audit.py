@@ -10,6 +10,7 @@ import click
 
 from skillctl.cli.common import emit_json, progress, registry_opener, registry_option
 from skillctl.errors import SkillctlError
+from skillctl.words import count
 
 _FAIL_CHOICES = ["info", "low", "medium", "high", "critical", "none"]
 _SHOW_CHOICES = ["info", "low", "medium", "high", "critical"]
@@ -159,4 +160,4 @@ def _summary(reports, problems, threshold, failing) -> str:  # type: ignore[no-u
     parts = ", ".join(f"{n} {name}" for name, n in counts.items())
     extra = f", {accepted} accepted" if accepted else ""
     trouble = f"; {len(problems)} could not be audited" if problems else ""
-    return f"{status}: {len(reports)} skill{'s' * (len(reports) != 1)} audited, {gate}; {parts}{extra}{trouble}"
+    return f"{status}: {count(len(reports), 'skill')} audited, {gate}; {parts}{extra}{trouble}"

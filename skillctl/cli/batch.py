@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, library_errors, progress, refuse_token_stdin, registry_option
+from skillctl.cli.common import emit_json, format_option, library_errors, output_option, progress, refuse_token_stdin, registry_option
 from skillctl.cli.many_options import MANY_KEYS, current_project, many_run_options, open_engine_for, run_settings
 
 
 @click.command("batch")
 @click.argument("tasks", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("-o", "--output", "results", type=click.Path(dir_okay=False, path_type=Path),
-              help="Results file (JSON Lines, appended as runs finish). Default: TASKS.results.jsonl beside TASKS.")
+@output_option("results", file=True,
+               help="Results file (JSON Lines, appended as runs finish). Default: TASKS.results.jsonl beside TASKS.")
 @click.option("--model", "model_spec", envvar="SKILLCTL_MODEL", metavar="SPEC",
               help="Model for lines without one: script:FILE, openai:MODEL, openai-chat:MODEL. Env: SKILLCTL_MODEL.")
 @click.option("--allow-outside-files", is_flag=True,
@@ -35,7 +35,7 @@ def batch_cmd(tasks, results, model_spec, allow_outside_files, retry_failed, reg
     its folder (unless --allow-outside-files); a line without "id" gets a hash of its content.
     Every line is checked first; bad lines are reported with their numbers and nothing runs.
 
-    Each finished run appends one line to the results (id, outcome, answer, steps K, Z,
+    Each finished run appends one line to the results (id, outcome, answer, steps, tokens used,
     duration, transcript path, retries); transcripts go to RESULTS.transcripts/. Running the
     same command again skips ids already in the results, so an interrupted batch resumes;
     with --retry-failed it also reruns the lines that did not run (their new result is appended).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import click
@@ -217,3 +218,82 @@ def open_registry_for_cli(url: str | None, *, origin: str | None = None, create:
         # is a server process, which should not outlive the command that launched it.
         ctx.call_on_close(reg.close)
     return reg
+
+
+def output_option(dest: str, *, help: str, old: tuple[str, ...] = (), file: bool = False,  # noqa: A002 - click's name
+                  default: Any = None, required: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``-o/--output`` for a command's output file (``file``) or folder, stored as ``dest``.
+
+    ``old`` are the spellings it replaces (``--out``, ``--to``, ``--dir``): hidden aliases for one
+    release that say on stderr that they are deprecated. Giving both is a usage error. A
+    ``required`` output is checked here, after both spellings were read, so the old one counts."""
+    from click.core import ParameterSource
+
+    path = click.Path(dir_okay=not file, file_okay=file, path_type=Path)
+    key = f"skillctl.output_alias.{dest}"
+
+    def given(ctx: click.Context) -> bool:
+        return ctx.get_parameter_source(dest) not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+
+    def from_alias(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is None:
+            return value
+        spelling = param.opts[0]
+        click.echo(f"{spelling} is deprecated; use -o/--output", err=True)
+        if dest in ctx.params and given(ctx):
+            raise click.UsageError(f"give the output once: -o/--output ({spelling} is its old name)", ctx)
+        ctx.meta[key] = value
+        ctx.params[dest] = value
+        return value
+
+    def from_output(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if key in ctx.meta:
+            if given(ctx):
+                raise click.UsageError("give the output once: -o/--output (the other spelling is its old name)", ctx)
+            return ctx.meta[key]
+        if value is None and required:
+            raise click.MissingParameter(ctx=ctx, param=param)
+        return value
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        for spelling in reversed(old):
+            f = click.option(spelling, f"{dest}_{spelling.strip('-')}_alias", type=path, hidden=True,
+                             expose_value=False, callback=from_alias, help="Old name of -o/--output.")(f)
+        metavar = "FILE" if file else "DIR"
+        return click.option("-o", "--output", dest, type=path, default=default, show_default=default is not None,
+                            metavar=metavar, callback=from_output, help=help)(f)
+
+    return decorate
+
+
+class NeedsYes(click.ClickException):
+    """A confirmation nobody can give (no terminal): a bad invocation, exit 2, said in one line
+    (a ``UsageError`` would add the usage lines)."""
+
+    exit_code = 2
+
+
+def confirm(question: str, *, yes: bool, refused: str) -> None:
+    """Ask ``question`` on the terminal unless ``yes``; without a terminal, fail naming --yes.
+    Call it after checking that the target exists, so a typo is reported as such, not asked
+    about. ``refused`` starts the one-line error: "memory clear proj"."""
+    if yes:
+        return
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise NeedsYes(f"{refused}: no terminal to confirm on; pass --yes to go ahead")
+    click.confirm(question, abort=True, err=True)
+
+
+def terminal_width() -> int:
+    """Columns of the terminal (``COLUMNS`` when set, else the terminal's; 80 when there is none)."""
+    import shutil
+
+    return shutil.get_terminal_size((80, 24)).columns
+
+
+def fit(text: str, width: int) -> str:
+    """``text`` on one line of at most ``width`` characters, a cut marked with "…"."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    return text[:max(width - 1, 0)] + "…"

@@ -13,6 +13,7 @@ from skillctl.cli.common import (
     open_registry_for_cli,
     registry_access_options,
 )
+from skillctl.words import count
 
 
 @click.command("copy")
@@ -54,4 +55,4 @@ def copy_cmd(ref: str, src_url: str, dst_url: str, prereleases: bool, fmt: str) 
         emit_json([r.to_dict() for r in results])
     failed = [r for r in results if r.status == "failed"]
     if failed:
-        raise click.ClickException(f"{len(failed)} of {len(results)} version(s) could not be copied to {target.url} (see above)")
+        raise click.ClickException(f"{len(failed)} of {count(len(results), 'version')} could not be copied to {target.url} (see above)")

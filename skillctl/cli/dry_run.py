@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import click
 
 from skillctl.cli.common import emit_json
+from skillctl.words import count
 
 STATUSES = ("new", "unchanged", "changed", "refused")
 
@@ -30,7 +31,7 @@ def show_plan(planned: Sequence[Any], fmt: str, header: dict[str, Any]) -> None:
                 click.echo(f"{'refused':<9} {about(p.source, p.reason)}")
                 continue
             where = f" -> {p.target}" if p.target else ""
-            click.echo(f"{p.status:<9} {p.name}@{p.version}  {p.digest}  ({p.size} bytes, {len(p.files)} files; tar {p.tar_digest}){where}")
+            click.echo(f"{p.status:<9} {p.name}@{p.version}  {p.digest}  ({count(p.size, 'byte')}, {count(len(p.files), 'file')}; tar {p.tar_digest}){where}")
             for f in p.files:
                 click.echo(f"{'':<10}{f.size:>10}  {f.digest}  {f.path}")
     told = ", ".join(f"{n} {s}" for s, n in counts.items() if n or s != "changed")

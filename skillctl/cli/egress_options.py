@@ -73,7 +73,7 @@ def egress_spec(lock_path: Path | None, sandbox_name: str) -> dict[str, Any]:
     if not policy.enabled:
         if extra:
             given = ", ".join(f"--{name.replace('_', '-')}" for name in extra)
-            raise click.UsageError(f"{given} need(s) a network: add --allow-domain or --network-policy")
+            raise click.UsageError(f"{given} {'needs' if len(extra) == 1 else 'need'} a network: add --allow-domain or --network-policy")
         return {"network": policy}  # decided here: the library must not apply the project's again
     if sandbox_name != "docker":
         raise click.UsageError("network egress needs --sandbox docker (the local sandbox has the host's whole network)")

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, progress, registry_option
+from skillctl.words import count
 
 index_option = click.option(
     "--index-url", "index", envvar="SKILLCTL_INDEX_URL", metavar="URL",
@@ -143,7 +144,7 @@ def resolving_command(extra: click.Option):
     return wrap
 
 
-@env_group.command("show")
+@env_group.command("show", short_help="Show what skills declare and what that resolves to.")
 @resolving_command(click.option("--no-resolve", is_flag=True, help="Only list what is declared (no index, no Docker)."))
 def show(refs, req_path, lock_path, no_resolve, index, extra_index, allow_sdist, isolate, image, ignore_requires_python,
          registry_url, fmt) -> None:
@@ -235,7 +236,7 @@ def _echo_libraries(found: list) -> None:
         click.echo(f"  {line}")
 
 
-@env_group.command("build")
+@env_group.command("build", short_help="Build the environment image and print its tag.")
 @resolving_command(click.option("--force", is_flag=True, help="Rebuild even when an image for this environment exists."))
 def build(refs, req_path, lock_path, force, index, extra_index, allow_sdist, isolate, image, ignore_requires_python,
           registry_url, fmt) -> None:
@@ -274,7 +275,7 @@ def build(refs, req_path, lock_path, force, index, extra_index, allow_sdist, iso
         click.echo(tag)
 
 
-@env_group.command("list")
+@env_group.command("list", short_help="List the environment images skillctl built, newest first.")
 @format_option
 @library_errors
 def list_cmd(fmt) -> None:
@@ -316,7 +317,7 @@ class Duration(click.ParamType):
         return seconds
 
 
-@env_group.command("prune")
+@env_group.command("prune", short_help="Remove the environment images no run uses.")
 @click.option("--all", "everything", is_flag=True,
               help="Also remove images built on the current agent image (still never one in use).")
 @click.option("--base", "bases", multiple=True, metavar="IMAGE",
@@ -376,11 +377,11 @@ def prune(everything, bases, lock_paths, keep_within, dry_run, image, fmt) -> No
         click.echo(f"{verb} {', '.join(d.image.tags) or d.image.id[:19]}: {d.reason}")
     for d in kept + [d for d in parts if not d.remove]:
         click.echo(f"kept {', '.join(d.image.tags) or d.image.id[:19]}: {d.reason}")
-    click.echo(f"{verb} {len(removed)} environment image(s), kept {len(kept)}; parts: {verb} "
+    click.echo(f"{verb} {count(len(removed), 'environment image')}, kept {len(kept)}; parts: {verb} "
                f"{sum(d.remove for d in parts)}, kept {sum(not d.remove for d in parts)}")
 
 
-@env_group.command("infer")
+@env_group.command("infer", short_help="Suggest the requirements a skill should declare.")
 @click.argument("skill")
 @click.option("--as", "style", type=click.Choice(["pep723", "requirements"]), default="pep723", show_default=True,
               help="Print a PEP 723 block to paste at the top of a script, or requirements.txt lines.")

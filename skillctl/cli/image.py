@@ -72,7 +72,7 @@ _base_option = click.option(
 )
 
 
-@image.command("status")
+@image.command("status", short_help="Show whether the current agent image is built.")
 @_base_option
 @format_option
 @library_errors

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, library_errors
+from skillctl.cli.common import emit_json, format_option, library_errors, output_option
 from skillctl.skill.scaffold import scaffold
 
 
 @click.command("init")
 @click.argument("name")
-@click.option("--dir", "parent", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True, help="Folder to create the skill in (e.g. skills/).")
+@output_option("parent", old=("--dir",), default=Path("."), help="Folder to create the skill in (e.g. skills/).")
 @click.option("-d", "--description", help="One-line description (what the skill does and when to use it).")
 @format_option
 @library_errors

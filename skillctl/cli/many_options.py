@@ -1,5 +1,5 @@
 """Options shared by the commands that start many runs (``eval``, ``batch``): the engine and its
-concurrency, and what every run gets (model endpoint, limits, sandbox)."""
+concurrency, plus what every run gets (``run_options``, shared with ``run``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from typing import Any, Callable
 
 import click
 
-from skillctl.cli.common import FiniteFloatRange, progress
-from skillctl.runtime.tools import MAX_TIMEOUT_MS
-from skillctl.sandbox.settings import MAX_CPUS
+from skillctl.cli.common import progress
+from skillctl.cli.run_options import RUN_KEYS, run_options, sandbox_settings
 
 _OPTIONS = [
     click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
@@ -23,30 +22,14 @@ _OPTIONS = [
                       "container memory limit); ray — the cluster's CPUs."),
     click.option("--retries", type=click.IntRange(min=0), default=2, show_default=True,
                  help="How often a run whose Ray node was lost is run again elsewhere."),
-    click.option("--base-url", envvar="OPENAI_BASE_URL",
-                 help="OpenAI-compatible endpoint. Env: OPENAI_BASE_URL. The key comes from OPENAI_API_KEY."),
-    click.option("--max-steps", type=click.IntRange(min=1), default=30, show_default=True, help="K_max per run."),
-    click.option("--max-seconds", type=FiniteFloatRange(min=1), help="Wall-clock budget per run, commands included."),
-    click.option("--max-tokens", type=click.IntRange(min=1), help="Budget on Z per run."),
-    click.option("--context-budget", type=click.IntRange(min=1000), default=100_000, show_default=True,
-                 help="Tokens per request."),
-    click.option("--timeout-ms", type=click.IntRange(min=100, max=MAX_TIMEOUT_MS), default=60_000, show_default=True,
-                 help="Per-command timeout: the default, and the most a model may ask for."),
-    click.option("--approve", type=click.Choice(["never", "all"]), default="never", show_default=True,
-                 help="Commands the approval policy would ask about: refused (never) or run (all). Runs in parallel never prompt."),
-    click.option("--sandbox", "sandbox_name", type=click.Choice(["docker", "local"]), default="docker", show_default=True,
-                 help="Where commands run."),
-    click.option("--allow-unsafe-local", is_flag=True, help="Permit --sandbox local (no isolation at all)."),
-    click.option("--image", help="Agent image (default: the one `skillctl image build` makes; each Ray node builds its own)."),
-    click.option("--memory-limit", metavar="SIZE", help="Container memory limit per run, e.g. 1g (default 2g)."),
-    click.option("--cpus", type=FiniteFloatRange(min=0.01, max=MAX_CPUS), help="Container CPU limit per run (default 1)."),
 ]
 
 
 def many_run_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The engine options, then the options every agent run takes (``run_options``)."""
     for option in reversed(_OPTIONS):
         f = option(f)
-    return f
+    return run_options(f)
 
 
 def run_settings(registry: str | None, o: dict[str, Any]) -> Any:
@@ -55,8 +38,11 @@ def run_settings(registry: str | None, o: dict[str, Any]) -> Any:
 
     limits = {"max_steps": o["max_steps"], "context_budget": o["context_budget"], "timeout_ms": o["timeout_ms"]}
     limits.update({k: o[k] for k in ("max_seconds", "max_tokens") if o[k] is not None})
-    settings = {k: v for k, v in (("memory", o["memory_limit"]), ("cpus", o["cpus"])) if v is not None}
-    return RunSettings(registry=registry, base_url=o["base_url"], limits=limits, approve=o["approve"],
+    settings = sandbox_settings(o["memory_limit"], o["cpus"])
+    # Runs in parallel never prompt: "policy" is then its unattended setting, which for the
+    # default policy (these commands take no --policy) is to refuse, as "never" does.
+    approve = "never" if o["approve"] == "policy" else o["approve"]
+    return RunSettings(registry=registry, base_url=o["base_url"], limits=limits, approve=approve,
                        sandbox=o["sandbox_name"], allow_unsafe_local=o["allow_unsafe_local"], image=o["image"],
                        sandbox_settings=settings)
 
@@ -74,14 +60,15 @@ def open_engine_for(o: dict[str, Any]) -> Any:
     """The engine the options name; -j defaults from the container limits a run gets."""
     from skillctl.many.engines import DEFAULT_RUN_MEMORY, default_jobs, open_engine, parse_size
 
+    run_memory = parse_size(o["memory_limit"]) if o["memory_limit"] else DEFAULT_RUN_MEMORY
+    if run_memory <= 0:  # -j divides the machine's memory by it
+        raise click.BadParameter(f"{o['memory_limit']!r} is no RAM limit; write e.g. 2g or 512m", param_hint="'--memory-limit'")
     if o["engine"] == "local":
-        jobs = o["jobs"] or default_jobs(parse_size(o["memory_limit"]) if o["memory_limit"] else DEFAULT_RUN_MEMORY,
-                                         o["cpus"] or 1.0)
+        jobs = o["jobs"] or default_jobs(run_memory, o["cpus"] or 1.0)
         return open_engine("local", jobs=jobs, retries=o["retries"], progress=progress)
     if o["ray_address"] is None:
         progress("starting Ray on this machine (no --ray-address)")
     return open_engine("ray", address=o["ray_address"], jobs=o["jobs"], retries=o["retries"], progress=progress)
 
 
-MANY_KEYS = ("engine", "ray_address", "jobs", "retries", "base_url", "max_steps", "max_seconds", "max_tokens",
-             "context_budget", "timeout_ms", "approve", "sandbox_name", "allow_unsafe_local", "image", "memory_limit", "cpus")
+MANY_KEYS = ("engine", "ray_address", "jobs", "retries", *RUN_KEYS)

@@ -6,8 +6,9 @@ from datetime import datetime, timezone
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, library_errors
+from skillctl.cli.common import confirm, emit_json, format_option, library_errors
 from skillctl.errors import SkillctlError
+from skillctl.words import count, plural
 
 
 def _existing(ref: str):
@@ -47,15 +48,15 @@ def list_cmd(fmt: str) -> None:
         return
     width = max(len(m["name"]) for m in memories)
     for m in memories:
-        click.echo(f"{m['name']:<{width}}  {m['files']:>5} file(s) {m['bytes']:>10} bytes  {_when(m['modified'])}")
+        click.echo(f"{m['name']:<{width}}  {m['files']:>5} {plural(m['files'], 'file'):<5} {m['bytes']:>10} bytes  {_when(m['modified'])}")
 
 
-@memory_group.command("show")
+@memory_group.command("show", short_help="Show a memory's files and the start of its MEMORY.md.")
 @click.argument("ref", metavar="NAME|DIR")
 @format_option
 @library_errors
 def show_cmd(ref: str, fmt: str) -> None:
-    """Show a memory's files and the lines of its MEMORY.md that a run's c1 shows."""
+    """Show a memory's files and the lines of its MEMORY.md that a run's first context shows."""
     memory = _existing(ref)
     index = memory.index_excerpt()
     if fmt == "json":
@@ -71,7 +72,7 @@ def show_cmd(ref: str, fmt: str) -> None:
 
 @memory_group.command("clear")
 @click.argument("ref", metavar="NAME|DIR")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
 @format_option
 @library_errors
 def clear_cmd(ref: str, yes: bool, fmt: str) -> None:
@@ -80,10 +81,9 @@ def clear_cmd(ref: str, yes: bool, fmt: str) -> None:
     A named memory is deleted; a memory folder given as a path is emptied.
     """
     memory = _existing(ref)
-    if not yes:
-        click.confirm(f"delete every file of memory {memory.name} ({memory.folder})?", abort=True, err=True)
+    confirm(f"delete every file of memory {memory.name} ({memory.folder})?", yes=yes, refused=f"memory clear {ref}")
     removed = memory.clear()
     if fmt == "json":
         emit_json({"name": memory.name, "path": str(memory.folder), "removed_files": removed})
     else:
-        click.echo(f"cleared memory {memory.name}: {removed} file(s) deleted")
+        click.echo(f"cleared memory {memory.name}: {count(removed, 'file')} deleted")

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
-from skillctl.cli.common import emit_json, exclude_option, format_option, library_errors, progress
+from skillctl.cli.common import emit_json, exclude_option, format_option, library_errors, output_option, progress
 from skillctl.cli.profile_option import profile_option
 from skillctl.errors import SkillctlError
+from skillctl.words import count
 
 
 def skill_folders(paths: tuple[Path, ...], exclude: tuple[str, ...] = ()) -> list[Path]:
@@ -33,7 +34,7 @@ def skill_folders(paths: tuple[Path, ...], exclude: tuple[str, ...] = ()) -> lis
 
 @click.command("pack")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True, help="Folder for the .skill.tgz files.")
+@output_option("out_dir", old=("--out",), default=Path("."), help="Folder for the .skill.tgz files.")
 @click.option("--version", "version", help="Version to pack as, when SKILL.md has no metadata.version.")
 @click.option("--dry-run", is_flag=True,
               help="Write nothing: list each skill with its version, files, sizes and digests, and whether its bundle "
@@ -97,7 +98,7 @@ def pack_cmd(paths: tuple[Path, ...], out_dir: Path, version: str | None, dry_ru
     if fmt == "json":
         emit_json(results[0] if len(results) == 1 and not failed and len(paths) <= 1 and results else results)
     if failed:
-        raise click.ClickException(f"{failed} skill{'s' * (failed != 1)} could not be packed (see above); nothing was written for {'them' if failed != 1 else 'it'}")
+        raise click.ClickException(f"{count(failed, 'skill')} could not be packed (see above); nothing was written for {'them' if failed != 1 else 'it'}")
 
 
 @click.command("inspect")

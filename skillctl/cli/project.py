@@ -10,9 +10,10 @@ from typing import Any, Callable
 
 import click
 
-from skillctl.cli.common import (emit_json, format_option, given_access, library_errors, progress, registry_opener,
+from skillctl.cli.common import (emit_json, format_option, given_access, library_errors, output_option, progress, registry_opener,
                                  registry_option, registry_origin)
 from skillctl.project.spec import LOCK_FILE, REQUIREMENTS_FILE
+from skillctl.words import count
 
 _req_opt = click.option("--requirements", "req_path", type=click.Path(dir_okay=False, path_type=Path),
                         default=Path(REQUIREMENTS_FILE), show_default=True, help="The project file: declared skills and their sources.")
@@ -166,7 +167,7 @@ def lock_cmd(req_path: Path, lock_path: Path, upgrade: bool, allow_unsigned: boo
     _print_moves(moves)
     env = " with its environment" if lock.environment else ""
     changed = f", {len(moves)} changed" if moves else ", nothing changed"
-    click.echo(f"wrote {lock_path} ({len(lock.skills)} skill{'s' * (len(lock.skills) != 1)}{env}{changed})")
+    click.echo(f"wrote {lock_path} ({count(len(lock.skills), 'skill')}{env}{changed})")
 
 
 # ---------------------------------------------------------------------------- install / sync
@@ -175,8 +176,7 @@ def lock_cmd(req_path: Path, lock_path: Path, upgrade: bool, allow_unsigned: boo
 @click.command("install")
 @_req_opt
 @_lock_opt
-@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Install into this one folder (OUT/NAME/) instead of the agents' folders.")
+@output_option("out_dir", old=("--out",), help="Install into this one folder (DIR/NAME/) instead of the agents' folders.")
 @click.option("--frozen", is_flag=True, help="Install exactly what skills.lock says; fail if it is missing or stale.")
 @target_options
 @_allow_unsigned_opt

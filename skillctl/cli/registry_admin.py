@@ -6,8 +6,9 @@ import sys
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, progress, registry_option, registry_origin
+from skillctl.cli.common import confirm, emit_json, format_option, library_errors, open_registry_for_cli, progress, registry_option, registry_origin
 from skillctl.errors import NoRegistryError
+from skillctl.words import count
 
 
 @click.group("registry")
@@ -15,7 +16,7 @@ def registry_group() -> None:
     """Make and maintain a registry (create one, verify integrity, collect garbage, rebuild a lost index, delete a version)."""
 
 
-@registry_group.command("init")
+@registry_group.command("init", short_help="Create an empty folder registry.")
 @registry_option
 @format_option
 @library_errors
@@ -61,11 +62,11 @@ def verify(registry_url: str | None, fmt: str) -> None:
     else:
         for p in problems:
             click.echo(f"{p.severity}: {p.kind}: {p.message}")
-        click.echo(f"{'FAILED' if errors else 'ok'}: {len(errors)} error(s), {len(problems) - len(errors)} warning(s) in {reg.url}")
+        click.echo(f"{'FAILED' if errors else 'ok'}: {count(len(errors), 'error')}, {count(len(problems) - len(errors), 'warning')} in {reg.url}")
     sys.exit(1 if errors else 0)
 
 
-@registry_group.command("gc")
+@registry_group.command("gc", short_help="Remove blobs nothing references and leftover uploads.")
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
 @click.option("--grace", default=3600, show_default=True, type=click.IntRange(min=0), help="Keep unreferenced files younger than this many seconds (a publish may be in flight).")
 @registry_option
@@ -83,10 +84,10 @@ def gc(dry_run: bool, grace: int, registry_url: str | None, fmt: str) -> None:
     else:
         for r in removed:
             click.echo(("would remove " if dry_run else "removed ") + r)
-        click.echo(f"{len(removed)} file(s) {'to remove' if dry_run else 'removed'}")
+        click.echo(f"{count(len(removed), 'file')} {'to remove' if dry_run else 'removed'}")
 
 
-@registry_group.command("rebuild-index")
+@registry_group.command("rebuild-index", short_help="Rebuild a folder registry's lost index from its blobs.")
 @registry_option
 @format_option
 @library_errors
@@ -115,15 +116,15 @@ def rebuild_index(registry_url: str | None, fmt: str) -> None:
         click.echo(f"unrecovered sha256:{u.blob}: {u.reason} (kept at {u.kept_at})")
     skills = len({r.name for r in report.recovered})
     click.echo(
-        f"rebuilt the index of {report.registry}: {len(report.recovered)} version(s) of {skills} skill(s) recovered, "
-        f"{len(report.unrecovered)} blob(s) not"
+        f"rebuilt the index of {report.registry}: {count(len(report.recovered), 'version')} of {count(skills, 'skill')} recovered, "
+        f"{count(len(report.unrecovered), 'blob')} not"
     )
     if report.old_index:
         click.echo(f"the old index is kept as {report.old_index}")
     click.echo("not recoverable from blobs: " + "; ".join(NOT_RECOVERABLE))
 
 
-@registry_group.command("remove")
+@registry_group.command("remove", short_help="Delete a version that was never fetched or locked.")
 @click.argument("ref")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
 @registry_option
@@ -140,9 +141,6 @@ def remove(ref: str, yes: bool, registry_url: str | None, fmt: str) -> None:
     require_exact(ref, "registry remove")
     reg = open_registry_for_cli(registry_url)
     rec = reg.resolve_record(ref)  # a version that is not there fails here, before any question
-    if not yes:
-        if not sys.stdin.isatty():
-            raise click.UsageError(f"registry remove {ref}: no terminal to confirm on; pass --yes to delete it")
-        click.confirm(f"remove {rec.name}@{rec.version} from {reg.url}?", abort=True, err=True)
+    confirm(f"remove {rec.name}@{rec.version} from {reg.url}?", yes=yes, refused=f"registry remove {ref}")
     rec = reg.remove(ref)
     emit_json(rec.to_dict()) if fmt == "json" else click.echo(f"removed {rec.name}@{rec.version} (run `skillctl registry gc` to free its blob)")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, registry_option
+from skillctl.cli.common import (emit_json, fit, format_option, library_errors, open_registry_for_cli, output_option,
+                                 registry_option, terminal_width)
 
 
 def _when(ts: int) -> str:
@@ -22,7 +23,10 @@ def _when(ts: int) -> str:
 @format_option
 @library_errors
 def list_cmd(registry_url: str | None, fmt: str) -> None:
-    """List the skills in the registry with their default and latest versions."""
+    """List the skills in the registry with their default and latest versions.
+
+    Descriptions take the width of the terminal (COLUMNS); a cut one ends with "…", and
+    --format json has them whole."""
     reg = open_registry_for_cli(registry_url)
     skills = reg.list_skills()
     if fmt == "json":
@@ -32,8 +36,11 @@ def list_cmd(registry_url: str | None, fmt: str) -> None:
         click.echo(f"no skills in {reg.url}")
         return
     width = max(len(s.name) for s in skills)
+    columns = terminal_width()
     for s in skills:
-        click.echo(f"{s.name:<{width}}  {s.default_version or '-':<10} {s.id}  {s.description[:70]}")
+        row = f"{s.name:<{width}}  {s.default_version or '-':<10} {s.id}  "
+        # the description takes what the terminal has left, at least a few words' worth
+        click.echo(row + fit(s.description, max(columns - len(row), 20)))
 
 
 @click.command("show")
@@ -89,14 +96,14 @@ def versions(name: str, registry_url: str | None, fmt: str) -> None:
 
 @click.command("pull")
 @click.argument("ref")
-@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True, help="Folder to unpack into (the skill lands in OUT/NAME/).")
+@output_option("out_dir", old=("--out",), default=Path("."), help="Folder to unpack into (the skill lands in DIR/NAME/).")
 @click.option("--pre", "prereleases", is_flag=True, help="Let ranges match pre-releases.")
-@click.option("--force", is_flag=True, help="Replace an existing OUT/NAME folder.")
+@click.option("--force", is_flag=True, help="Replace an existing DIR/NAME folder.")
 @registry_option
 @format_option
 @library_errors
 def pull(ref: str, out_dir: Path, prereleases: bool, force: bool, registry_url: str | None, fmt: str) -> None:
-    """Fetch a skill version, verify its digest and unpack it safely into OUT/NAME/."""
+    """Fetch a skill version, verify its digest and unpack it safely into DIR/NAME/ (-o/--output)."""
     from skillctl.bundle import read_artifact, write_contents
 
     reg = open_registry_for_cli(registry_url)

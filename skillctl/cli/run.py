@@ -8,11 +8,8 @@ from pathlib import Path
 import click
 
 from skillctl.cli.egress_options import egress_options, egress_spec
-from skillctl.cli.common import FiniteFloatRange
-from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, progress, registry_option
-from skillctl.sandbox import BACKENDS as SANDBOXES
-from skillctl.runtime.tools import MAX_TIMEOUT_MS
-from skillctl.sandbox.settings import MAX_CPUS
+from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, output_option, progress, registry_option
+from skillctl.cli.run_options import run_options, sandbox_settings
 
 
 @click.command("run")
@@ -20,32 +17,21 @@ from skillctl.sandbox.settings import MAX_CPUS
 @click.option("--skill", "skills", multiple=True, metavar="REF", help="Skill to load (NAME, NAME@RANGE, skill_ID[@VERSION]); repeatable.")
 @click.option("--lock", "lock_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Load every skill pinned in this skills.lock (digests enforced).")
 @click.option("--model", "model_spec", envvar="SKILLCTL_MODEL", required=True, metavar="SPEC", help="script:FILE, openai:MODEL or openai-chat:MODEL. Env: SKILLCTL_MODEL.")
-@click.option("--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp…). Env: OPENAI_BASE_URL. The key comes from OPENAI_API_KEY.")
 @click.option("--input", "inputs", multiple=True, type=click.Path(exists=True, path_type=Path), help="File or folder staged into the workspace before the run; repeatable.")
-@click.option("--max-steps", default=30, show_default=True, type=click.IntRange(min=1), help="K_max: model calls before the run stops with budget_exhausted.")
-@click.option("--max-seconds", type=FiniteFloatRange(min=1), help="Wall-clock budget for the whole run (sub-agents included); a command still running when it ends is stopped.")
-@click.option("--max-tokens", type=click.IntRange(min=1), help="Budget on Z, the total tokens sent over the run.")
-@click.option("--context-budget", default=100_000, show_default=True, type=click.IntRange(min=1000), help="Tokens per request; older tool results are cleared to fit.")
-@click.option("--timeout-ms", default=60_000, show_default=True, type=click.IntRange(min=100, max=MAX_TIMEOUT_MS), help="Per-command timeout: the default, and the most a model may ask for. Every command also ends when --max-seconds does.")
-@click.option("--approve", type=click.Choice(["policy", "never", "all"]), default="policy", show_default=True, help="Without a terminal: what happens to commands the policy says to ask about (policy: its 'unattended' setting, deny by default).")
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Approval policy file (YAML rules: pattern → allow|ask|deny).")
-@click.option("--sandbox", "sandbox_name", type=click.Choice(sorted(SANDBOXES)), default="docker", show_default=True, help="Where commands run.")
-@click.option("--allow-unsafe-local", is_flag=True, help="Permit --sandbox local (no isolation at all).")
 @click.option("--keep-background", is_flag=True, help="Let processes a command leaves running with their output redirected (nohup srv > log 2>&1 &) outlive it, e.g. a server for later steps. Default: everything a command started is killed when it ends. Docker sandbox only.")
-@click.option("--image", help="Agent image (docker; default: the one `skillctl image build` makes, built on first use). Skill environments are layered on it.")
 @click.option("--index-url", envvar="SKILLCTL_INDEX_URL", metavar="URL", help="Package index for the skills' declared requirements. Env: SKILLCTL_INDEX_URL (else UV_INDEX_URL, PIP_INDEX_URL, PyPI).")
 @click.option("--extra-index-url", "extra_index_urls", multiple=True, envvar="SKILLCTL_EXTRA_INDEX_URL", metavar="URL", help="Another package index; repeatable (searched before --index-url, as uv does). Env: SKILLCTL_EXTRA_INDEX_URL (space-separated).")
 @click.option("--allow-sdist", is_flag=True, help="Accept source distributions where no wheel fits (built in a throwaway container, never here).")
 @click.option("--isolate-env", "isolate_env", multiple=True, metavar="SKILL", help="Give SKILL a Python environment of its own (a venv its scripts run with) instead of the one all skills share: for a skill the merge holds back (the run warns \"skill S: P X alone → Y with the others\"); repeatable. skills.yaml: environment: isolate: [SKILL] or auto.")
 @click.option("--ignore-requires-python", "ignore_requires_python", multiple=True, metavar="SKILL", help="Load SKILL although its requires-python excludes the agent image's Python (its scripts run there all the same); repeatable. A lock's and skills.yaml's lists add to it.")
-@click.option("--memory-limit", metavar="SIZE", help="Container memory limit, e.g. 4g (docker; default 2g).")
-@click.option("--cpus", type=FiniteFloatRange(min=0.01, max=MAX_CPUS), help="Container CPU limit (docker; default 1).")
-@click.option("--catalog-budget", type=click.IntRange(min=200), help="Characters the skills catalog may take in c1 (default: 2 % of --context-budget, i.e. 8,000 for 100k tokens).")
+@click.option("--catalog-budget", type=click.IntRange(min=200), help="Characters the skills catalog may take in the first context (default: 2 % of --context-budget, i.e. 8,000 for 100k tokens).")
 @click.option("--compact", is_flag=True, help="When clearing old tool results is not enough, let the model summarise the oldest part of the conversation instead of dropping it (costs extra model calls).")
 @click.option("--subagents", is_flag=True, help="Offer the model a `subagent` tool: a fresh-context agent run on a sub-task whose final answer alone comes back.")
-@click.option("--memory", "memory", metavar="NAME|DIR", help="Long-term memory that outlives the run: a NAME (kept in the user data folder) or a folder path such as ./notes. The agent finds it at /memory and c1 shows the first lines of its MEMORY.md; one run at a time per memory. See `skillctl memory`.")
-@click.option("--output", "output_dir", type=click.Path(file_okay=False, path_type=Path), help="After the run, copy the sandbox's working folder here (hard links become separate files; symbolic links and special files are skipped; exit 10 if the copy fails).")
+@click.option("--memory", "memory", metavar="NAME|DIR", help="Long-term memory that outlives the run: a NAME (kept in the user data folder) or a folder path such as ./notes. The agent finds it at /memory and the first context shows the first lines of its MEMORY.md; one run at a time per memory. See `skillctl memory`.")
+@output_option("output_dir", help="After the run, copy the sandbox's working folder here (hard links become separate files; symbolic links and special files are skipped; exit 10 if the copy fails).")
 @click.option("--transcript", "transcript_path", type=click.Path(dir_okay=False, path_type=Path), help="JSON Lines file for the full run record (default: in the user state folder).")
+@run_options
 @egress_options
 @registry_option
 @format_option
@@ -76,10 +62,7 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
     from skillctl.project.spec import project_file
     from skillctl.runtime import RunSpec, run
 
-    # Only what was given: the backend's defaults apply otherwise, and a limit the chosen
-    # backend cannot enforce (the local one has none) is an error, not silently dropped.
-    given = (("memory", memory_limit), ("cpus", cpus), ("keep_background", keep_background or None))
-    settings = {k: v for k, v in given if v is not None}
+    settings = sandbox_settings(memory_limit, cpus, keep_background=keep_background or None)
     network = egress_spec(lock_path, sandbox_name)  # checked, secrets named, before anything starts
     project = project_file(lock_path)  # its trust: policy applies to every skill, --skill ones too
     registry = open_registry_for_cli(registry_url) if (skills or lock_path) else None
@@ -111,7 +94,7 @@ def run_cmd(task, skills, lock_path, model_spec, base_url, inputs, max_steps, ma
         if result.answer is not None:
             click.echo(result.answer)
         progress(
-            f"outcome: {result.outcome}; steps K={result.steps}; Z={result.Z} tokens; final context {result.final_context}; "
+            f"outcome: {result.outcome}; {result.steps} steps; {result.tokens_used} tokens used; final context {result.final_context}; "
             f"prefix reuse {result.prefix_reuse:.2f}; {result.duration_s:.1f} s; transcript {result.transcript}"
         )
         if result.message:
@@ -144,7 +127,7 @@ def catalog_cmd(refs, budget, registry_url, fmt) -> None:
 
 @click.command("export")
 @click.argument("refs", nargs=-1)
-@click.option("--to", "dest", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder agents read skills from, e.g. .agents/skills or .claude/skills.")
+@output_option("dest", old=("--to",), required=True, help="Folder agents read skills from, e.g. .agents/skills or .claude/skills.")
 @click.option("--lock", "lock_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Take skills from this skills.lock, exactly as pinned (default with it: every locked skill); "
               "REFs the lock does not pin come from --registry.")

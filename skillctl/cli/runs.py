@@ -82,7 +82,7 @@ def list_cmd(transcripts: Path | None, limit: int, fmt: str) -> None:
         click.echo(fmt_row.format(*row) + "  " + _cut(run.task, task_width))
 
 
-@runs_group.command("show")
+@runs_group.command("show", short_help="Show one run step by step, with commands and tokens.")
 @click.argument("run", metavar="RUN")
 @transcripts_option
 @format_option

@@ -117,7 +117,7 @@ def serve_group(ctx: click.Context, registry_url: str | None, host: str, port: i
     progress("skillctl serve: stopped")
 
 
-@serve_group.group("key")
+@serve_group.group("key", short_help="Make, list and revoke the API keys a server accepts.")
 def key_group() -> None:
     """Make, list and revoke the API keys a server accepts (only their hashes are stored)."""
 
@@ -128,7 +128,7 @@ def _need_keys(keys_file: Path | None) -> Path:
     return keys_file
 
 
-@key_group.command("add")
+@key_group.command("add", short_help="Make a key and print it once.")
 @click.argument("name")
 @click.option("--scopes", default="read", show_default=True, help="Comma-separated: read, publish, admin (delete, yank).")
 @keys_option
@@ -151,7 +151,7 @@ def key_add(name: str, scopes: str, keys_file: Path | None, fmt: str) -> None:
     progress(f"key '{name}' ({', '.join(record.summary()['scopes'])}) added to {path}; it is shown only this once")
 
 
-@key_group.command("list")
+@key_group.command("list", short_help="List the keys by name, scopes and creation time.")
 @keys_option
 @format_option
 @library_errors
@@ -173,7 +173,7 @@ def key_list(keys_file: Path | None, fmt: str) -> None:
         click.echo(f"{k.name:<20} {','.join(k.summary()['scopes']):<20} {k.prefix}…  {when} UTC")
 
 
-@key_group.command("revoke")
+@key_group.command("revoke", short_help="Revoke a key; a running server refuses it at once.")
 @click.argument("name")
 @keys_option
 @format_option

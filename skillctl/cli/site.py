@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from skillctl.cli.common import emit_json, format_option, library_errors, open_registry_for_cli, progress, registry_option
+from skillctl.words import count
 
 
 @click.group("site")
@@ -14,7 +15,7 @@ def site_group() -> None:
     """Publish skills where any web server or CDN can serve them (/.well-known/agent-skills/)."""
 
 
-@site_group.command("build")
+@site_group.command("build", short_help="Write a well-known skills site into a folder.")
 @click.argument("out", type=click.Path(file_okay=False, path_type=Path))
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--base-url", metavar="URL", help="Where OUT will be served (https://HOST[/PATH]); makes the URLs in index.json absolute. Default: relative URLs, servable from anywhere.")
@@ -47,6 +48,6 @@ def site_build(out: Path, paths: tuple[Path, ...], base_url: str | None, registr
         emit_json(report.to_dict())
     else:
         click.echo(
-            f"site {out}: {report.skills} skill(s), {report.versions} version(s); "
-            f"{len(report.written)} file(s) written, {report.unchanged} unchanged"
+            f"site {out}: {count(report.skills, 'skill')}, {count(report.versions, 'version')}; "
+            f"{count(len(report.written), 'file')} written, {report.unchanged} unchanged"
         )

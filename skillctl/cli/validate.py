@@ -10,6 +10,7 @@ import click
 
 from skillctl.cli.common import emit_json, exclude_option
 from skillctl.cli.profile_option import profile_option
+from skillctl.words import SEVERITY_WORD, count
 
 
 def _github_escape(text: str, prop: bool = False) -> str:
@@ -86,8 +87,8 @@ def _run(paths: tuple[Path, ...], strict: bool, fmt: str, quiet: bool, profile: 
         notes = sum(len(r.notes) for r in reports)
         click.echo(
             f"{status}: {len(skills)} checked, {len(skills) - n_invalid} valid, "
-            f"{n_invalid} invalid; {n_err} error{'s' * (n_err != 1)}, {n_warn} warning{'s' * (n_warn != 1)}"
-            + (f", {notes} note{'s' * (notes != 1)}" if notes else "")
+            f"{n_invalid} invalid; {count(n_err, SEVERITY_WORD['error'])}, {count(n_warn, SEVERITY_WORD['warning'])}"
+            + (f", {count(notes, SEVERITY_WORD['info'])}" if notes else "")
             + (" (--strict: warnings fail)" if strict and n_warn else "")
             + (f" (profile {profile})" if profile != "spec" else ""),
             err=False,

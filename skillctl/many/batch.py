@@ -196,7 +196,7 @@ def record_for(task: Task, result: JobResult, transcript: Path | None) -> dict[s
     run = result.run or {}
     return {
         "id": task.id, "line": task.line, "outcome": result.outcome, "exit_code": result.exit_code,
-        "answer": result.answer, "steps": result.steps, "Z": result.Z, "duration_s": round(result.duration_s, 3),
+        "answer": result.answer, "steps": result.steps, "tokens_used": result.Z, "Z": result.Z, "duration_s": round(result.duration_s, 3),
         "transcript": str(transcript) if transcript else None, "message": result.message,
         "attempts": result.attempts, "retries": result.retries, "node": result.node,
         "skills": run.get("skills", []), "warnings": run.get("warnings", []),
@@ -315,4 +315,4 @@ def describe(name: str, result: JobResult) -> str:
     retried = f"; retried after {len(result.retries)} lost attempt(s)" if result.retries else ""
     if not result.started:
         return f"{name}: {result.outcome}: {result.message}{retried}"
-    return f"{name}: {result.outcome} in {result.duration_s:.1f} s (K={result.steps}, Z={result.Z}){retried}"
+    return f"{name}: {result.outcome} in {result.duration_s:.1f} s ({result.steps} steps, {result.Z} tokens used){retried}"

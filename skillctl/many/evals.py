@@ -274,7 +274,7 @@ def write_run(folder: Path, job: Job, result: JobResult) -> list[dict[str, Any]]
                                         "total_duration_seconds": round(result.duration_s, 3)})
     write_json(folder / "run.json", {
         "outcome": result.outcome, "exit_code": result.exit_code, "answer": result.answer, "steps": result.steps,
-        "Z": result.Z, "duration_s": round(result.duration_s, 3), "message": result.message,
+        "tokens_used": result.Z, "Z": result.Z, "duration_s": round(result.duration_s, 3), "message": result.message,
         "judge_tokens": result.judge_tokens, "node": result.node, "attempts": result.attempts,
         "retries": result.retries, "run": result.run,
     })

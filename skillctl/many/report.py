@@ -106,7 +106,7 @@ def render_html(report: "EvalReport", evals: "EvalSet") -> str:
            f'{meta["runs_per_configuration"]} run(s) per case and configuration · {escape(meta["timestamp"])}</p>']
     out.append("<h2>Summary</h2><table><tr><th></th>" + "".join(f"<th>{escape(c)}</th>" for c in configs) +
                "<th>delta</th></tr>")
-    for key, label, fmt in (("pass_rate", "pass rate", ".2f"), ("time_seconds", "time (s)", ".1f"), ("tokens", "tokens (Z)", ",.0f")):
+    for key, label, fmt in (("pass_rate", "pass rate", ".2f"), ("time_seconds", "time (s)", ".1f"), ("tokens", "tokens used", ",.0f")):
         cells = "".join(f"<td>{format(summary[c][key]['mean'], fmt)} ± {format(summary[c][key]['stddev'], fmt)}</td>"
                         for c in configs)
         out.append(f"<tr><th>{label}</th>{cells}<td>{delta[key]:+{fmt}}</td></tr>")
@@ -115,7 +115,7 @@ def render_html(report: "EvalReport", evals: "EvalSet") -> str:
     series_tok = [(c, COLOURS[i], [r[c]["tokens"] for r in rows]) for i, c in enumerate(configs)]
     out.append('<h2>Per case</h2><div class="charts">')
     out.append(grouped_bars("Pass rate per case", names, series_pass, fmt=lambda v: f"{v:.0%}", max_value=1.0))
-    out.append(grouped_bars("Tokens (Z) per case", names, series_tok, fmt=lambda v: f"{v:,.0f}"))
+    out.append(grouped_bars("Tokens used per case", names, series_tok, fmt=lambda v: f"{v:,.0f}"))
     out.append("</div>")
     out.append(_runs_table(report.records, names, configs))
     out.append(_expectations(report.records, evals, configs))
@@ -129,7 +129,7 @@ def render_html(report: "EvalReport", evals: "EvalSet") -> str:
 
 def _runs_table(records: Sequence[RunRecord], names: Sequence[str], configs: Sequence[str]) -> str:
     out = ["<h2>Runs</h2><table><tr><th>case</th><th>configuration</th><th>run</th><th>outcome</th><th>passed</th>"
-           "<th>tokens (Z)</th><th>time (s)</th><th>files</th></tr>"]
+           "<th>tokens used</th><th>time (s)</th><th>files</th></tr>"]
     order = {n: i for i, n in enumerate(names)}
     for r in sorted(records, key=lambda r: (order[r.eval_name], configs.index(r.configuration), r.run_number)):
         links = " · ".join(_link(f"{r.path}/{f}", label) for f, label in

@@ -89,7 +89,7 @@ def _execute(job: Job, scratch: Path, cancel: threading.Event | None, progress: 
         judge_tokens = judge.tokens if judge is not None else 0
     return JobResult(
         id=job.id, outcome=result.outcome, exit_code=result.exit_code, answer=result.answer, steps=result.steps,
-        Z=result.Z, duration_s=time.monotonic() - started, message=result.message, run=result.to_dict(),
+        Z=result.tokens_used, duration_s=time.monotonic() - started, message=result.message, run=result.to_dict(),
         transcript=transcript.read_bytes() if transcript.is_file() else None,
         outputs=_pack_outputs(out_dir) if out_dir is not None else None,
         grading=graded, judge_tokens=judge_tokens, node=node,

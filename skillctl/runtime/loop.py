@@ -152,7 +152,7 @@ class Agent:
             self.transcript.event("error", kind=stop.outcome, detail=stop.detail or stop.message)
         result = RunResult(
             outcome=stop.outcome, answer=stop.answer, steps=len(self.sizes),
-            Z=sum(self.sizes), context_sizes=list(self.sizes), message=stop.message,
+            tokens_used=sum(self.sizes), context_sizes=list(self.sizes), message=stop.message,
             transcript=str(self.transcript.path) if self.transcript.path else None,
             prefix_reuse=self.prefix.ratio if self.prefix.compared else 1.0, duration_s=self.clock() - self.started,
             fit_passes=list(self.passes), history=self.history,
@@ -192,7 +192,7 @@ class Agent:
         budget = self.limits.max_total_tokens
         if budget is not None and sum(self.sizes) + fitted.tokens + self.spec_tokens > budget:
             raise TokensExhausted(
-                f"token budget exhausted: Z = {sum(self.sizes)}, and the next request "
+                f"token budget exhausted: {sum(self.sizes)} tokens sent, and the next request "
                 f"(~{fitted.tokens + self.spec_tokens} tokens) would pass {budget}"
             )
         self.prefix.observe(fitted.messages)

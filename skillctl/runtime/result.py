@@ -31,15 +31,16 @@ class CheckResult:
 
 @dataclass
 class RunResult:
-    """How a run ended and what it cost. ``steps`` is K (model calls), ``Z`` the sum of the
-    context sizes c_k, ``duration_s`` the wall-clock time (the whole run, sandbox included, when
+    """How a run ended and what it cost. ``steps`` is the model calls made (K in the seeds),
+    ``tokens_used`` the sum of the context sizes every request sent (Z; ``Z`` is its deprecated
+    alias, and JSON carries both keys for one release), ``duration_s`` the wall-clock time (the whole run, sandbox included, when
     it comes from ``skillctl.runtime.run``). ``history`` holds every message; it is not part of
     ``to_dict`` (the transcript has it)."""
 
     outcome: str
     answer: str | None
     steps: int
-    Z: int
+    tokens_used: int
     context_sizes: list[int]
     message: str = ""
     transcript: str | None = None
@@ -64,6 +65,14 @@ class RunResult:
         return OUTPUT_FAILED_EXIT_CODE if code == 0 and self.output_error else code
 
     @property
+    def Z(self) -> int:  # noqa: N802 - the seeds' name, kept for one release
+        """Deprecated: ``tokens_used``."""
+        import warnings
+
+        warnings.warn("RunResult.Z is deprecated; use RunResult.tokens_used", DeprecationWarning, stacklevel=2)
+        return self.tokens_used
+
+    @property
     def final_context(self) -> int:
         return self.context_sizes[-1] if self.context_sizes else 0
 
@@ -73,7 +82,8 @@ class RunResult:
             "exit_code": self.exit_code,
             "answer": self.answer,
             "steps": self.steps,
-            "Z": self.Z,
+            "tokens_used": self.tokens_used,
+            "Z": self.tokens_used,  # the old key, for one release
             "context_sizes": self.context_sizes,
             "final_context": self.final_context,
             "prefix_reuse": round(self.prefix_reuse, 4),

@@ -52,7 +52,7 @@ class RunSpec:
       backend settings, e.g. ``{"memory": "4g", "cpus": 2}`` for docker.
     - ``inputs`` are staged into the workspace; ``output_dir`` receives the workspace afterwards;
       ``memory``: long-term memory, a NAME (kept in the user data folder) or a folder path.
-    - Limits: ``max_steps`` (K_max), ``max_seconds``, ``max_tokens`` (on Z), ``context_budget``
+    - Limits: ``max_steps`` (model calls, K_max), ``max_seconds``, ``max_tokens`` (tokens sent over the run, Z), ``context_budget``
       (tokens per request), ``timeout_ms`` (per command: the default, and the most a model may
       ask for), ``catalog_budget`` (characters). ``max_seconds`` is one deadline for the run:
       a command still running then is stopped, and sub-agents spend the same time.

@@ -112,7 +112,13 @@ class SandboxSettings:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> "SandboxSettings":
-        """Build from a plain mapping (config file, CLI options); unknown keys are an error."""
+        """Build from a plain mapping (config file, CLI options); unknown keys are an error.
+        ``memory_limit`` is the container's RAM limit (the field ``memory``, a name that also means
+        long-term memory elsewhere); ``memory`` is still read, for one release."""
+        if "memory_limit" in values:
+            if "memory" in values:
+                raise ConfigError("give the container RAM limit once: memory_limit (memory is its old name)")
+            values = {("memory" if k == "memory_limit" else k): v for k, v in values.items()}
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:

@@ -9,6 +9,8 @@ environments checker (imports that no declared requirement provides).
 
 from __future__ import annotations
 
+from skillctl.words import SEVERITY_WORD
+
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -104,7 +106,7 @@ class Diagnostic:
         # (the same values the JSON output carries).
         loc = _escape_controls(self.file)  # file names may hold newlines too; JSON keeps them as-is
         col = (self.column or 1) if self.line else 0
-        return f"{loc}:{self.line}:{col}: {self.code} {self.severity} {self.message}"
+        return f"{loc}:{self.line}:{col}: {self.code} {SEVERITY_WORD[self.severity]} {self.message}"
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -59,13 +59,13 @@ def scaffold(name: str, parent: Path, description: str | None = None) -> Path:
     desc = description or f"Describe what {name} does and when an agent should use it."
     if "\n" in desc or len(desc) > 1024:
         raise SkillError("description must be a single line of at most 1024 characters")
-    # OSError (a read-only --dir, a file where a folder should be) becomes one line, not a traceback
+    # OSError (a read-only output folder, a file where a folder should be) becomes one line, not a traceback
     try:
         if folder.exists() or folder.is_symlink():
             raise SkillError(f"{folder} already exists; choose another name or remove it first")
         folder.mkdir(parents=True)
     except OSError as exc:
-        raise SkillError(f"cannot create {folder}: {exc.strerror or exc}; choose a folder you can write to (--dir)") from exc
+        raise SkillError(f"cannot create {folder}: {exc.strerror or exc}; choose a folder you can write to (-o/--output)") from exc
     try:
         _write(folder, name, desc)
     except OSError as exc:

@@ -56,7 +56,7 @@ def owned_networks(docker_client) -> list[str]:
         (["--allow-domain", "a.example.test", "--domain-secret", "NOT_SET_ANYWHERE@a.example.test"], 1,
          "environment variable NOT_SET_ANYWHERE is not set"),
         (["--allow-domain", "a.example.test", "--egress-resolve", "a.example.test"], 1, "write HOST=ADDR:PORT"),
-        (["--egress-log", "x.jsonl"], 2, "--egress-log need(s) a network"),
+        (["--egress-log", "x.jsonl"], 2, "--egress-log needs a network"),
         (["--allow-domain", "a.example.test", "--sandbox", "local", "--allow-unsafe-local"], 2, "needs --sandbox docker"),
     ],
 )

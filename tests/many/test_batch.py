@@ -181,7 +181,7 @@ def test_a_batch_appends_results_and_a_rerun_skips_what_is_done(tmp_path):
     assert set(records) == {"a", read_tasks(path, default_model="x")[1].id, "bad"}
     a = records["a"]
     assert (a["outcome"], a["answer"], a["steps"], a["line"], a["attempts"]) == ("answered", "three", 2, 1, 1)
-    assert a["Z"] > 0 and a["duration_s"] > 0
+    assert a["tokens_used"] == a["Z"] > 0 and a["duration_s"] > 0
     transcript = [json.loads(x) for x in Path(a["transcript"]).read_text().splitlines()]
     assert transcript[-1]["type"] == "run_end" and Path(a["transcript"]).parent == tmp_path / "tasks.results.transcripts"
     assert Path(a["transcript"]).stat().st_mode & 0o777 == 0o600  # as private as the run's own

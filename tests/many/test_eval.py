@@ -57,7 +57,7 @@ def test_eval_writes_the_documented_workspace_from_runs_in_containers(tmp_path, 
     for run in (with_, without):
         assert {p.name for p in run.iterdir()} == {"outputs", "timing.json", "grading.json", "transcript.jsonl", "run.json"}
         timing = load(run / "timing.json")
-        assert timing["total_tokens"] == load(run / "run.json")["Z"] > 0 and timing["duration_ms"] > 0
+        assert timing["total_tokens"] == load(run / "run.json")["tokens_used"] == load(run / "run.json")["Z"] > 0 and timing["duration_ms"] > 0
         assert load(run / "run.json")["outcome"] == "answered"
         assert json.loads((run / "transcript.jsonl").read_text().splitlines()[-1])["type"] == "run_end"
         assert not (run / "outputs" / "notes.txt").exists()  # the staged input, unchanged: not an output

@@ -200,7 +200,7 @@ def test_copy_reports_a_conflicting_target_version_and_overwrites_nothing(regist
     proc = skillctl("copy", "demo", "--from", local, "--to", url, env=env, cwd=tmp_path, ok=False)
     assert proc.returncode == 1
     assert "demo@1.0.0 is already published with other content" in proc.stderr
-    assert "1 of 2 version(s) could not be copied" in proc.stderr
+    assert "1 of 2 versions could not be copied" in proc.stderr
     assert proc.stdout.startswith("published demo@1.1.0")  # the others still go
     after = json.loads(skillctl("versions", "demo", "--registry", url, "--format", "json", env=env, cwd=tmp_path).stdout)
     assert after[-1]["digest"] == remote_before[0]["digest"]

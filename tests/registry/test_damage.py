@@ -147,7 +147,7 @@ def test_rebuild_index_recovers_every_version_the_blobs_can_tell(tmp_path: Path)
     versions = json.loads(cli_run("versions", "demo", "--registry", reg_path, "--format", "json").output)
     assert [(v["version"], v["yanked"]) for v in versions] == [("2.0.0-rc.1", False), ("1.1.0", False), ("1.0.0", False)]
     assert cli_run("registry", "verify", "--registry", reg_path).exit_code == 0
-    assert cli_run("registry", "gc", "--grace", "0", "--registry", reg_path).output.endswith("0 file(s) removed\n")
+    assert cli_run("registry", "gc", "--grace", "0", "--registry", reg_path).output.endswith("0 files removed\n")
     assert (reg_path / "lost+found" / "sha256" / junk_name).read_bytes() == junk  # out of gc's reach, not deleted
     text = one_line_failure(cli_run("registry", "remove", "demo@1.0.0", "--yes", "--registry", reg_path))
     assert "yank it instead" in text  # fetch counts are unknown after a rebuild: treated as depended on
@@ -162,7 +162,7 @@ def test_rebuild_index_keeps_a_torn_index_for_salvage(tmp_path: Path) -> None:
     torn = (reg_path / "index.sqlite").read_bytes()
     result = cli_run("registry", "rebuild-index", "--registry", reg_path)
     assert result.exit_code == 0, result.output
-    assert f"4 version(s) of 2 skill(s) recovered, 0 blob(s) not" in result.output
+    assert "4 versions of 2 skills recovered, 0 blobs not" in result.output
     (aside,) = reg_path.glob("index.sqlite.damaged-*")
     assert aside.read_bytes() == torn and f"the old index is kept as {aside}" in result.output
     with LocalRegistry(reg_path) as reg:

@@ -63,7 +63,7 @@ def test_the_readme_snippet_runs_as_written(example_registry_path, monkeypatch, 
         exec(compile(readme_snippet(), "README.md", "exec"), scope)  # noqa: S102 - the documented snippet itself
     result: RunResult = scope["result"]
     assert (result.outcome, result.answer, result.steps, result.exit_code) == ("answered", DEMO_ANSWER, 5, 0)
-    assert out.getvalue() == f"answered {DEMO_ANSWER} 5 {result.Z}\n"
+    assert out.getvalue() == f"answered {DEMO_ANSWER} 5 {result.tokens_used}\n"
     assert result.skills == [{"name": "tally", "version": "1.0.0", "digest": result.skills[0]["digest"]}]
     assert result.duration_s > 0 and Path(result.transcript).is_file()
     assert json.loads(json.dumps(result.to_dict()))["answer"] == DEMO_ANSWER

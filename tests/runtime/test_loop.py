@@ -161,9 +161,9 @@ def test_cost_reproduces_z_formula_for_constant_growth(tmp_path):
     assert (result.outcome, result.steps) == ("answered", K)
     assert d > 100  # the growth is real, not a rounding artefact
     assert result.context_sizes == [c1 + k * d for k in range(K)]
-    assert result.Z == K * c1 + d * K * (K - 1) // 2 == sum(result.context_sizes)
+    assert result.tokens_used == K * c1 + d * K * (K - 1) // 2 == sum(result.context_sizes)
     assert result.final_context == c1 + (K - 1) * d
-    assert result.to_dict()["Z"] == result.Z and result.to_dict()["context_sizes"] == result.context_sizes
+    assert result.to_dict()["Z"] == result.tokens_used and result.to_dict()["context_sizes"] == result.context_sizes
 
 
 def test_token_budget_stops_before_a_request_would_pass_it(tmp_path):
@@ -172,7 +172,7 @@ def test_token_budget_stops_before_a_request_would_pass_it(tmp_path):
     model = script_model(tmp_path, [note("same")] * 10 + [ANSWER])
     result = Agent(model, toolbox, limits=Limits(max_total_tokens=budget)).run("SYSTEM", "TASK")
     assert (result.outcome, result.steps, result.exit_code) == ("tokens_exhausted", 3, 5)
-    assert result.Z == 3 * c1 + 3 * d <= budget
+    assert result.tokens_used == 3 * c1 + 3 * d <= budget
     assert len(model.sent) == 3
 
 
@@ -237,7 +237,7 @@ def test_a_model_failure_ends_the_run_and_the_transcript_is_closed(tmp_path):
     assert (result.outcome, result.steps, result.exit_code) == ("model_error", 1, 8)
     assert "end the script with an 'answer:' step" in result.message
     last = events(path)[-1]
-    assert last["type"] == "run_end" and last["outcome"] == "model_error" and last["Z"] == result.Z
+    assert last["type"] == "run_end" and last["outcome"] == "model_error" and last["Z"] == result.tokens_used
     assert [(e["kind"], e["detail"]) for e in events(path) if e["type"] == "error"] == [("model_error", result.message)]
 
 
@@ -318,3 +318,12 @@ def test_progress_reports_each_step(tmp_path):
 def test_tool_names_must_be_unique():
     with pytest.raises(ConfigError, match="duplicated: note"):
         ToolBox([NoteTool().tool, NoteTool().tool])
+
+
+def test_the_old_name_of_tokens_used_still_reads_it_with_a_deprecation_warning() -> None:
+    from skillctl.runtime.result import RunResult
+
+    result = RunResult(outcome="answered", answer="a", steps=2, tokens_used=30, context_sizes=[10, 20])
+    with pytest.warns(DeprecationWarning, match="use RunResult.tokens_used"):
+        assert result.Z == 30
+    assert result.to_dict()["tokens_used"] == result.to_dict()["Z"] == 30

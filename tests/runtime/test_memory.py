@@ -285,7 +285,8 @@ def test_memory_list_show_clear(isolated, tmp_path, monkeypatch):
     with Memory.locate("proj").locked():
         busy = invoke("memory", "clear", "proj", "--yes")
         assert busy.exit_code == 1 and "memory proj is in use by another run" in busy.stderr
-    assert invoke("memory", "clear", "proj").exit_code == 1  # no --yes and no one to say yes: aborted
+    refused = invoke("memory", "clear", "proj")  # no --yes and no one to say yes
+    assert (refused.exit_code, refused.output) == (2, "Error: memory clear proj: no terminal to confirm on; pass --yes to go ahead\n")
     cleared = invoke("memory", "clear", "proj", "--yes", "--format", "json")
     assert cleared.exit_code == 0 and json.loads(cleared.stdout)["removed_files"] == 2
     assert json.loads(invoke("memory", "list", "--format", "json").stdout) == []
@@ -293,7 +294,7 @@ def test_memory_list_show_clear(isolated, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "MEMORY.md").write_text("x", "utf-8")
-    assert invoke("memory", "clear", "./notes", "--yes").stdout == "cleared memory ./notes: 1 file(s) deleted\n"
+    assert invoke("memory", "clear", "./notes", "--yes").stdout == "cleared memory ./notes: 1 file deleted\n"
     assert (tmp_path / "notes").is_dir() and not any((tmp_path / "notes").iterdir())
 
 

@@ -100,3 +100,10 @@ def test_missing_or_garbled_labels():
     assert orphan_reason({}, now=1000.0) == "no valid owner label"
     assert orphan_reason({LABEL_OWNER: "garbage", LABEL_EXPIRES: "2000"}, now=1000.0) is None
     assert orphan_reason({LABEL_OWNER: "garbage", LABEL_EXPIRES: "soon"}, now=1000.0) == "no valid owner label"
+
+
+def test_memory_limit_is_the_ram_limit_and_memory_its_old_name() -> None:
+    assert SandboxSettings.from_mapping({"memory_limit": "4g"}).memory == "4g"
+    assert SandboxSettings.from_mapping({"memory": "3g"}).memory == "3g"
+    with pytest.raises(ConfigError, match="give the container RAM limit once: memory_limit"):
+        SandboxSettings.from_mapping({"memory": "3g", "memory_limit": "4g"})

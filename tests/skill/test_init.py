@@ -16,7 +16,7 @@ from .helpers import assert_clean_output, run_cli_as_nobody
 
 
 def test_init_creates_a_skill_that_passes_strict(in_tmp: Path, invoke) -> None:
-    result = invoke("init", "pdf-forms", "--dir", "skills")
+    result = invoke("init", "pdf-forms", "-o", "skills")
     assert result.exit_code == 0, result.output
     assert "created skills/pdf-forms/" in result.output
     folder = in_tmp / "skills" / "pdf-forms"
@@ -76,7 +76,7 @@ def test_init_refuses_a_multi_line_description(in_tmp: Path, invoke) -> None:
 
 def test_init_into_a_file_is_a_usage_error(in_tmp: Path, invoke) -> None:
     (in_tmp / "afile").write_text("x")
-    result = invoke("init", "demo", "--dir", "afile")
+    result = invoke("init", "demo", "--output", "afile")
     assert result.exit_code == 2 and "afile" in result.output
     assert_clean_output(result.output)
 
@@ -84,10 +84,10 @@ def test_init_into_a_file_is_a_usage_error(in_tmp: Path, invoke) -> None:
 def test_init_into_a_read_only_folder(shared_tmp: Path) -> None:
     (shared_tmp / "locked").mkdir(mode=0o555)
     for target in ("locked", "locked/sub"):
-        result = run_cli_as_nobody(["init", "demo", "--dir", target], shared_tmp)
+        result = run_cli_as_nobody(["init", "demo", "-o", target], shared_tmp)
         assert result["exception"] is None, result
         assert result["exit_code"] == 1
-        assert result["output"] == f"Error: cannot create {target}/demo: Permission denied; choose a folder you can write to (--dir)\n"
+        assert result["output"] == f"Error: cannot create {target}/demo: Permission denied; choose a folder you can write to (-o/--output)\n"
     assert list((shared_tmp / "locked").iterdir()) == []
 
 

@@ -56,7 +56,7 @@ def site(examples_site: Path):
 
 def test_site_build_from_skill_folders(tmp_path: Path):
     result = run("site", "build", tmp_path / "out", REPO / "skills" / "tally")
-    assert "1 skill(s), 1 version(s)" in result.stdout
+    assert "1 skill, 1 version; 4 files written" in result.stdout
     index = json.loads((tmp_path / "out" / WK / "index.json").read_text())
     assert [e["name"] for e in index["skills"]] == ["tally"]
 
@@ -83,7 +83,7 @@ def test_read_commands_against_the_site(site: SiteServer, tmp_path: Path):
     assert Path(pulled["path"], "scripts", "tally.py").read_bytes() == (REPO / "skills/tally/scripts/tally.py").read_bytes()
     catalog = run("catalog", "tally", "csv-sql", *r).stdout
     assert "<name>tally</name>" in catalog and "<location>/skills/csv-sql/SKILL.md</location>" in catalog
-    exported = json.loads(run("export", "tally", "--to", tmp_path / "agents", *r, "--format", "json").stdout)
+    exported = json.loads(run("export", "tally", "-o", tmp_path / "agents", *r, "--format", "json").stdout)
     assert Path(exported[0]["path"], "SKILL.md").exists()
 
 
