@@ -22,7 +22,7 @@ def mcp_group() -> None:
     or `mcp+https://HOST/PATH`, and `--registry mcp+…` for pull, lock, install and run."""
 
 
-@mcp_group.command("serve")
+@mcp_group.command("serve", short_help="Serve a registry, a project or a folder of skills to MCP hosts.")
 @click.option("--registry", "registry_url", envvar="SKILLCTL_REGISTRY", metavar="URL", callback=checked_registry_url,
               help="Serve this registry's skills (a folder, oci://…, https://… or mcp+…): each at "
                    "skill://NAME/SKILL.md as `latest` resolves it, every version at "

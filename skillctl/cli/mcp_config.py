@@ -12,7 +12,7 @@ from skillctl.cli.common import checked_registry_url, emit_json, format_option
 from skillctl.mcp.hosts import DEFAULT_NAME, HOST_NAMES
 
 
-@click.command("config")
+@click.command("config", short_help="Print the block an MCP host needs to launch skillctl mcp serve.")
 @click.option("--host", "host", required=True, type=click.Choice(HOST_NAMES),
               help="The MCP host whose configuration block to print.")
 @click.option("--registry", "registry_url", envvar="SKILLCTL_REGISTRY", metavar="URL", callback=checked_registry_url,
