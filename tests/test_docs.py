@@ -4,6 +4,7 @@ and the shell blocks marked ``<!-- test -->`` run as written."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -123,3 +124,74 @@ def test_the_marked_blocks_run_as_written(page, tmp_path) -> None:
         result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=work, env=env,
                                 capture_output=True, text=True, timeout=120)
         assert result.returncode == 0, f"{page}, runnable block {n}:\n{block}\n{result.stdout}{result.stderr}"
+
+
+# ------------------------------------------------------------------------------ the layer picture
+
+# docs/architecture.md's picture, bottom first. A package imports only from layers below its own
+# (or its own layer's leaves); the exceptions are the ones the page names.
+LAYERS = [
+    {"messages", "tokens", "versioning", "yamlfile", "fsutil", "nesting", "lazy", "errors", "__version__"},
+    {"protocols"},
+    {"skill"},
+    {"bundle"},
+    {"registry", "sandbox", "models", "context"},
+    {"audit", "env", "egress"},
+    {"trust", "sources"},
+    {"project"},
+    {"runtime"},
+    {"many", "serve", "mcp"},
+    {"cli"},
+    {"__main__"},  # python -m skillctl
+]
+# importer module -> skillctl packages it may take from at or above its layer, and why
+ALLOWED_UPWARD = {
+    "skillctl.skill.validate": {"env"},  # env.imports, the SK251/SK252 checker, imported lazily
+    "skillctl.protocols": {"bundle", "registry"},  # records for annotations only (TYPE_CHECKING)
+    "skillctl.mcp.http": {"serve"},  # the HTTP transport runs on serve's server and keys
+}
+
+
+@functools.cache
+def _imports() -> list[tuple[str, str, str]]:
+    """(importing module, its top package, imported top package) for every skillctl import,
+    module level or inside a function."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "skillctl").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        package = module if parts[-1] == "__init__" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                names = [f"{target}.{a.name}" for a in node.names] if target == "skillctl" else [target]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                bits = name.split(".")
+                if bits[0] == "skillctl" and len(bits) > 1 and len(parts) > 1:
+                    found.append((module, parts[1], bits[1]))
+    return found
+
+
+def test_the_architecture_pages_layers_hold() -> None:
+    layer = {name: n for n, names in enumerate(LAYERS) for name in names}
+    upward = sorted({(module, dst) for module, src, dst in _imports()
+                     if src != dst and layer[dst] >= layer[src] and layer[dst] > 0
+                     and dst not in ALLOWED_UPWARD.get(module, set())})
+    assert upward == []
+    picture = (DOCS / "architecture.md").read_text("utf-8")
+    assert all(name in picture for names in LAYERS for name in names - {"__version__", "__main__"})
+
+
+def test_nothing_imports_cli_and_only_cli_imports_many() -> None:
+    edges = {(src, dst) for _, src, dst in _imports() if src != dst}
+    assert {src for src, dst in edges if dst == "cli"} <= {"__main__"}
+    assert {src for src, dst in edges if dst == "many"} == {"cli"}
+    assert {src for src, dst in edges if dst == "serve"} == {"cli", "mcp"}
+    assert {dst for src, dst in edges if src == "errors"} == set()
