@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Download the real wheels the environment tests serve from a loopback package index.
 
-Run once by scripts/setup.sh (it needs PyPI; the tests never do). Resolves, with uv, for the
+Run once by scripts/test.sh (it needs PyPI; the tests never do, nor does the demo). Resolves, with uv, for the
 agent image's Python and platform — the same target the tests resolve for — and keeps each
 file only if its sha256 matches what the index published. Idempotent: files already present
 with the right hash are kept.

@@ -21,6 +21,7 @@
     ├── ModelError                the model endpoint failed in a way the loop cannot absorb
     │   └── ContextTooLong        the conversation no longer fits the model
     ├── MemoryInUseError          another run holds the long-term memory a run asked for
+    ├── TranscriptError           a past run's transcript cannot be found or is not one
     ├── TrustError                a key, signature or trust policy refuses what was asked
     └── ConfigError               a config / script / policy file is invalid
 
@@ -146,6 +147,10 @@ class ContextTooLong(ModelError):
 
 class MemoryInUseError(SkillctlError):
     """One run at a time per memory: callers that start many may wait and try again."""
+
+
+class TranscriptError(SkillctlError):
+    pass
 
 
 class TrustError(SkillctlError):

@@ -144,7 +144,10 @@ class ResolvedSkill:
     .skill.tgz, one top folder), or the well-known format's ``archive`` (.tar.gz or .zip, files
     at the root) or ``skill-md`` (a lone SKILL.md); ``skillctl.bundle.read_artifact`` reads all
     three. ``index_url`` is the immutable index this version was found in, when the store has
-    one (a well-known site's versioned snapshot), so a lock can pin it.
+    one (a well-known site's versioned snapshot), so a lock can pin it. ``manifest`` is, for a
+    skill read from an MCP server, the ``sha256:`` of the file list its entry declares
+    (``skillctl.mcp.entry.manifest_digest``): a lock pins it, and resolving again with
+    ``manifest=`` refuses a server that now declares other files before any file is read.
     """
 
     id: str  # stable skill id, "skill_…"
@@ -157,6 +160,7 @@ class ResolvedSkill:
     yanked: bool = False
     artifact_type: str = "bundle"
     index_url: str = ""
+    manifest: str = ""
 
 
 @runtime_checkable
@@ -203,7 +207,8 @@ class RegistryReader(Store, Protocol):
     def resolve(self, ref: str, *, prereleases: bool = False, index_url: str = "") -> ResolvedSkill:
         """``index_url``: where a lock says it found this version (``ResolvedSkill.index_url``, a
         well-known site's versioned index); registries without per-version indexes resolve by
-        name and version alone."""
+        name and version alone. A backend whose records carry a ``manifest`` (an MCP server)
+        also takes ``manifest=``, the pinned one, and refuses another before reading any file."""
         ...
 
     def resolve_record(self, ref: str | SkillRef, *, prereleases: bool = False) -> VersionRecord: ...

@@ -7,7 +7,7 @@ then resolves against it exactly as against a Debian mirror — signature, index
 SHA256 — over HTTP on 127.0.0.1. Tests play an attacker by changing files after signing, or by
 publishing unsigned or signed with another key.
 
-Needs ``dpkg-deb`` (dpkg), ``apt-ftparchive`` (apt-utils) and ``gpg`` (gnupg); scripts/setup.sh
+Needs ``dpkg-deb`` (dpkg), ``apt-ftparchive`` (apt-utils) and ``gpg`` (gnupg); scripts/setup.sh --tests
 installs them.
 """
 

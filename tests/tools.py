@@ -1,5 +1,5 @@
 """Command-line tools some tests drive (zip, git, openssl, tar): skipped with the reason when
-missing on a developer machine, a failure on CI, where ``scripts/setup.sh`` installs them and a
+missing on a developer machine, a failure on CI, where ``scripts/setup.sh --tests`` installs them and a
 silent skip would hide a broken set-up. And ``MEASURE``, for measuring a child's own peak memory."""
 
 from __future__ import annotations

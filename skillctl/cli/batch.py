@@ -20,11 +20,14 @@ from skillctl.cli.many_options import MANY_KEYS, current_project, many_run_optio
 @click.option("--allow-outside-files", is_flag=True,
               help="Stage files a line names outside the tasks file's folder (absolute paths, '..', links out of it); "
               "without it such a line is refused, as eval refuses them, since staged files reach the transcript.")
+@click.option("--retry-failed", is_flag=True,
+              help="Also run again the lines whose last result says the run did not happen (failed to start, "
+              "an error, every attempt lost); the others stay done.")
 @many_run_options
 @registry_option
 @format_option
 @library_errors
-def batch_cmd(tasks, results, model_spec, allow_outside_files, registry_url, fmt, **options) -> None:
+def batch_cmd(tasks, results, model_spec, allow_outside_files, retry_failed, registry_url, fmt, **options) -> None:
     """Run every task of TASKS (JSON Lines) as its own agent run, several at once.
 
     Each line: {"task": "...", "id": "...", "skills": ["REF", ...], "files": ["PATH", ...],
@@ -34,7 +37,8 @@ def batch_cmd(tasks, results, model_spec, allow_outside_files, registry_url, fmt
 
     Each finished run appends one line to the results (id, outcome, answer, steps K, Z,
     duration, transcript path, retries); transcripts go to RESULTS.transcripts/. Running the
-    same command again skips ids already in the results, so an interrupted batch resumes.
+    same command again skips ids already in the results, so an interrupted batch resumes;
+    with --retry-failed it also reruns the lines that did not run (their new result is appended).
     Ctrl-C stops the runs and removes their containers (exit 130). Exit 1 when some run could
     not start (see its message), else 0 — each run's own outcome is in the results.
 
@@ -52,7 +56,7 @@ def batch_cmd(tasks, results, model_spec, allow_outside_files, registry_url, fmt
         try:
             summary = run_batch(tasks, engine, results_path=results, model=model_spec or None, settings=settings,
                                 progress=progress, project=current_project(),
-                                allow_outside_files=allow_outside_files)
+                                allow_outside_files=allow_outside_files, retry_failed=retry_failed)
         except KeyboardInterrupt:
             progress("interrupted: finished runs are in the results; run the same command again to resume")
             sys.exit(130)
@@ -60,5 +64,7 @@ def batch_cmd(tasks, results, model_spec, allow_outside_files, registry_url, fmt
         emit_json(summary.to_dict())
     else:
         counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(summary.outcomes.items())) or "nothing to run"
-        progress(f"batch {summary.batch_id}: {counts}; {summary.skipped} skipped (already done); results in {summary.results_path}")
+        retried = f"; {summary.retried} retried" if summary.retried else ""
+        progress(f"batch {summary.batch_id}: {counts}{retried}; {summary.skipped} skipped (already done); "
+                 f"results in {summary.results_path}")
     sys.exit(summary.exit_code)

@@ -41,7 +41,7 @@ def mcp_group() -> None:
               help="Port to listen on (http; 0: any free port, the URL is printed).")
 @click.option("--keys", "keys_file", type=click.Path(dir_okay=False, path_type=Path), envvar="SKILLCTL_MCP_KEYS",
               help="API keys file (http): every request needs Authorization: Bearer KEY of a key with the read scope "
-                   "(make one with: skillctl serve key add NAME --scope read --keys FILE). Env: SKILLCTL_MCP_KEYS.")
+                   "(make one with: skillctl serve key add NAME --scopes read --keys FILE). Env: SKILLCTL_MCP_KEYS.")
 @registry_access_options
 @library_errors
 def serve_cmd(registry_url: str | None, project_dir: Path | None, folder: Path | None, all_versions: bool, transport: str,
@@ -78,6 +78,7 @@ def serve_cmd(registry_url: str | None, project_dir: Path | None, folder: Path |
         if transport == "stdio":
             from skillctl.mcp.server import serve_stdio
 
+            progress(f"serving {len(catalog.listed)} skills from {catalog.label} over MCP on stdio")  # a host's log shows it
             serve_stdio(catalog)
             return
         from skillctl.mcp.http import McpHttpServer
@@ -119,3 +120,7 @@ def _project_catalog(project_dir: Path):
         return run.store, run.store.locked()
 
     return catalogs.store_catalog(open_store, label=str(lock_path), on_close=stack.close)
+
+
+from skillctl.cli.mcp_config import config_cmd  # noqa: E402
+mcp_group.add_command(config_cmd)

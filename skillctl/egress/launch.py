@@ -8,7 +8,7 @@ reports ResolutionImpossible. So the proxy runs as its own process, from the fir
 1. ``SKILLCTL_EGRESS_PYTHON``, an interpreter named explicitly;
 2. the running interpreter, when it can import mitmproxy (``pip install 'skillctl[egress]'`` on
    Python 3.12 or newer, where mitmproxy 12 and openai agree on h11);
-3. the environment ``scripts/setup.sh`` makes beside the project's: ``<venv>/skillctl-egress``
+3. the environment ``scripts/setup.sh --tests`` makes beside the project's: ``<venv>/skillctl-egress``
    holding mitmproxy 11.0.2 alone.
 
 Only skillctl's ``egress.rules``/``addon``/``proxy_main`` run there; they need the standard
@@ -50,7 +50,7 @@ def egress_python() -> str:
         return str(side)
     raise EgressError(
         "network egress needs mitmproxy: pip install 'skillctl[egress]' (Python 3.12+), or on Python 3.11 "
-        f"make its own environment at {side.parent.parent} (scripts/setup.sh does: python3 -m venv … && "
+        f"make its own environment at {side.parent.parent} (scripts/setup.sh --tests does: python3 -m venv … && "
         f"pip install mitmproxy==11.0.2), or point {PYTHON_ENV} at an interpreter that has it"
     )
 

@@ -14,7 +14,9 @@ run — ``id``, ``line``, ``outcome``, ``exit_code``, ``answer``, ``steps`` (K),
 ``duration_s``, ``transcript`` (a file in ``RESULTS.transcripts/``), ``message``,
 ``attempts``/``retries`` (a run that lost its node), ``node``, ``skills``. A line is written,
 flushed and fsynced as each run finishes, by one writer. Resuming: ids with a result are
-skipped; runs that were cancelled are not recorded, so they run again. A last line cut short
+skipped; runs that were cancelled are not recorded, so they run again. With ``retry_failed``
+the lines whose last result says the run never happened (``failed``, ``error``, ``lost``) run
+again; their new line is appended and the last line of an id is the one that counts. A last line cut short
 by a crash is dropped (with a warning); any other unreadable line stops the batch rather than
 risk the results.
 """
@@ -146,8 +148,13 @@ class ResultsFile:
 
     def done_ids(self, warn: Callable[[str], None]) -> set[str]:
         """Ids with a recorded result. A torn last line (a crash mid-write) is cut off."""
+        return set(self.latest(warn))
+
+    def latest(self, warn: Callable[[str], None]) -> dict[str, dict[str, Any]]:
+        """Each recorded id's last result (a retried line has several; the last one counts). A
+        torn last line (a crash mid-write) is cut off."""
         if not self.path.exists():
-            return set()
+            return {}
         data = self.path.read_bytes()
         if data and not data.endswith(b"\n"):
             keep = data.rfind(b"\n") + 1
@@ -155,13 +162,13 @@ class ResultsFile:
             with open(self.path, "r+b") as fh:
                 fh.truncate(keep)
             data = data[:keep]
-        done: set[str] = set()
+        done: dict[str, dict[str, Any]] = {}
         for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
             if not line.strip():
                 continue
             try:
                 record = loads_json(line)
-                done.add(str(record["id"]))
+                done[str(record["id"])] = record
             except (ValueError, KeyError, TypeError):
                 raise ConfigError(f"{self.path}:{number} is not a result line; fix it or move the file away "
                                   "(the batch only appends to it)") from None
@@ -206,6 +213,7 @@ class BatchSummary:
     total: int
     skipped: int
     outcomes: Counter[str] = field(default_factory=Counter)
+    retried: int = 0  # lines run again because their last result said they did not run
 
     @property
     def not_run(self) -> int:
@@ -217,7 +225,8 @@ class BatchSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return {"batch": self.batch_id, "results": str(self.results_path), "tasks": self.total,
-                "skipped": self.skipped, "ran": sum(self.outcomes.values()), "outcomes": dict(sorted(self.outcomes.items()))}
+                "skipped": self.skipped, "retried": self.retried, "ran": sum(self.outcomes.values()),
+                "outcomes": dict(sorted(self.outcomes.items()))}
 
 
 def new_group_id() -> str:
@@ -226,20 +235,26 @@ def new_group_id() -> str:
 
 def run_batch(tasks_path: Path, engine: Engine, *, results_path: Path | None = None, model: str | None = None,
               settings: RunSettings = RunSettings(), progress: Callable[[str], None] = lambda _l: None,
-              batch_id: str | None = None, project: Path | None = None, allow_outside_files: bool = False) -> BatchSummary:
+              batch_id: str | None = None, project: Path | None = None, allow_outside_files: bool = False,
+              retry_failed: bool = False) -> BatchSummary:
     """Run every task of ``tasks_path`` not yet in the results, appending each result as it comes.
-    ``project``: a skills.yaml whose ``trust:`` policy every skill of the runs must pass first."""
+    ``project``: a skills.yaml whose ``trust:`` policy every skill of the runs must pass first.
+    ``retry_failed``: also run again the lines whose last result says the run did not happen
+    (``failed``, ``error``, ``lost``); their new result is appended and counts from then on."""
     tasks = read_tasks(tasks_path, default_model=model, allow_outside_files=allow_outside_files)
     results = ResultsFile(results_path or default_results_path(tasks_path))
-    done = results.done_ids(progress)
-    todo = [t for t in tasks if t.id not in done]
+    done = results.latest(progress)
+    again = {i for i, r in done.items() if r.get("outcome") in NOT_RUN} if retry_failed else set()
+    todo = [t for t in tasks if t.id not in done or t.id in again]
     pinned = _trusted_skills(todo, settings.registry, project, progress)
     summary = BatchSummary(batch_id or new_group_id(), results.path, len(tasks), len(tasks) - len(todo))
+    summary.retried = sum(1 for t in todo if t.id in again)
     jobs_by_id: dict[str, Task] = {t.id: t for t in todo}
     models = _model_texts(todo)
     shared = settings.for_group(summary.batch_id)
     bar = RunProgress(len(todo), progress)
-    progress(f"batch {summary.batch_id}: {len(todo)} run(s) to do, {summary.skipped} already done; engine {engine.name}, "
+    retrying = f" ({summary.retried} that did not run before)" if summary.retried else ""
+    progress(f"batch {summary.batch_id}: {len(todo)} run(s) to do{retrying}, {summary.skipped} already done; engine {engine.name}, "
              f"up to {engine.jobs} at once; results -> {results.path}")
 
     def jobs() -> Iterator[Job]:

@@ -3,7 +3,7 @@
 The SDK's streamable-HTTP app (sessions, SSE, DNS-rebinding protection on a loopback address)
 behind what ``skillctl serve`` puts in front of its own app: the connection gate (a deadline for
 each request head, bounds on connections waiting for one; ``skillctl.serve.gate``) and the same
-API keys (``skillctl serve key add NAME --scope read``, kept as hashes, re-read when the file
+API keys (``skillctl serve key add NAME --scopes read``, kept as hashes, re-read when the file
 changes). With ``--keys`` every request needs ``Authorization: Bearer <key>`` of a key with the
 ``read`` scope: none or an unknown one is 401, a key without ``read`` 403. Without keys the
 server listens on a loopback address only — anyone who can reach it could read it.
@@ -29,7 +29,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 def check_listen(host: str, keys: Path | None) -> None:
     if keys is None and host not in LOOPBACK:
         raise ConfigError(f"refusing to serve skills on {host} without keys: anyone who can reach it could read them; "
-                          "give --keys FILE (skillctl serve key add NAME --scope read --keys FILE) or listen on 127.0.0.1")
+                          "give --keys FILE (skillctl serve key add NAME --scopes read --keys FILE) or listen on 127.0.0.1")
 
 
 class _KeyCheck:
@@ -54,7 +54,7 @@ class _KeyCheck:
             await _refuse(send, 503, "the server's keys file is unusable; ask its operator")
             return
         if key is None:
-            await _refuse(send, 401, "this server needs a key: send Authorization: Bearer <key> (skillctl serve key add NAME --scope read)")
+            await _refuse(send, 401, "this server needs a key: send Authorization: Bearer <key> (skillctl serve key add NAME --scopes read)")
             return
         if READ not in key.scopes:
             await _refuse(send, 403, f"the key {key.name} has no read scope")

@@ -1,9 +1,10 @@
 """``add`` and ``remove``: one edit of ``skills.yaml``, then the lock — or neither.
 
 ``add_to_project`` tells what SOURCE is (a git repository, a skills site, a folder, a registry
-reference), finds the skills it holds, chooses the ones asked for, writes one entry per skill (a
+reference, an MCP server ``mcp+stdio:…``/``mcp+https://…``), finds the skills it holds, chooses the ones asked for, writes one entry per skill (a
 registry version as ``^X.Y.Z`` of the newest, as ``npm install`` and ``cargo add`` do; a git
-repository as its URL, ref and the skill's folder in it; a folder relative to the project) and
+repository as its URL, ref and the skill's folder in it; a folder relative to the project; an MCP
+server's skill as the server, ``^X.Y.Z`` and its SKILL.md URI) and
 locks, keeping every other pin. ``remove_from_project`` drops entries and locks. Either way, if
 any step fails both files are put back as they were.
 """
@@ -79,6 +80,8 @@ def entries_for(ws: Any, source: str, skills: list[str], take_all: bool) -> dict
                 entry["path"] = pin.subdir
             out[pin.name] = entry
         return out
+    if source.startswith("mcp+"):
+        return _mcp_entries(ws, source, skills, take_all)
     if source.startswith(("https://", "http://")):
         pins = ws.sources.get("registry").discover(SourceSpec("registry", source))
         reg = _registry_name(ws, source)
@@ -98,6 +101,73 @@ def entries_for(ws: Any, source: str, skills: list[str], take_all: bool) -> dict
             out[pin.name] = {"path": rel}
         return out
     return _registry_entries(ws, source, skills, take_all)
+
+
+def _mcp_entries(ws: Any, source: str, skills: list[str], take_all: bool) -> dict[str, Any]:
+    """An MCP server's skills, chosen from its listing by name, skill path or URI before any file
+    is read; each written with its URI, since on a server a skill is (server, URI) and two
+    entries may share a name (asking for such a name is refused, naming both)."""
+    from skillctl.mcp import uris
+
+    listed = ws.sources.registry(source).list_skills()
+    where = f"{source}"
+    if skills:
+        chosen = []
+        for want in skills:
+            if "/" in want:
+                uri = want if "://" in want else uris.skill_uri(want)
+                found = [r for r in listed if r.id == uri] or [_Listed(uri)]  # not listed: skills/get decides
+            else:
+                found = [r for r in listed if r.name == want]
+            if not found:
+                names = ", ".join(sorted({r.name for r in listed})) or "none"
+                raise SourceError(f"{where}: no skill named {want} (skills there: {names})")
+            if len(found) > 1:
+                raise SourceError(f"{where} serves {len(found)} skills named {want} ({', '.join(r.id for r in found[:8])}); "
+                                  f"choose one by skill path, e.g. --skill {found[0].id.split('://', 1)[1].rsplit('/', 1)[0]}")
+            chosen.append(found[0].id)
+    elif take_all or len(listed) == 1:
+        chosen = [r.id for r in listed]
+    elif not listed:
+        raise SourceError(f"{where}: the server lists no skill; add one by its URI with --skill skill://…/SKILL.md")
+    else:
+        names = ", ".join(sorted(r.name for r in listed))
+        raise SourceError(f"{where} serves {len(listed)} skills ({names}); choose with --skill NAME or skill path (repeatable) or --all")
+    reg = _registry_name(ws, source)
+    out: dict[str, Any] = {}
+    for uri in chosen:
+        pin = ws.sources.get("registry").resolve(SourceSpec("registry", source, "latest", uri))
+        if pin.name in out:
+            raise SourceError(f"{where}: two of the chosen skills are named {pin.name} ({out[pin.name]['uri']} and {uri}); "
+                              "a project holds one skill per name, add one of them")
+        out[pin.name] = {"registry": reg, "version": f"^{pin.version}", "uri": uri}
+    return out
+
+
+@dataclass(frozen=True)
+class _Listed:
+    id: str
+
+
+def _check_no_replacement(ws: Any, entries: dict[str, Any]) -> None:
+    """Refuse an add that would put a skill of an MCP server where skills.yaml has another skill
+    of that name (another server, another URI, another kind of source): two skills are never
+    silently one. Re-adding the same skill is fine."""
+    if not ws.has_project:
+        return
+    for name, value in entries.items():
+        old = ws.project.entries.get(name)
+        if old is None:
+            continue
+        new_mcp = isinstance(value, dict) and "uri" in value
+        old_mcp = old.kind == "registry" and bool(old.uri)
+        if not (new_mcp or old_mcp):
+            continue
+        same = new_mcp and old_mcp and old.uri == value["uri"] and \
+            ws.project.registry_url(old.registry) == ws.project.registry_url(value["registry"])
+        if not same:
+            raise SourceError(f"skills.yaml already has a skill named {name} from another source; refusing to replace it with "
+                              f"{value['uri'] if new_mcp else name} — remove it first (skillctl remove {name})")
 
 
 def _registry_entries(ws: Any, source: str, skills: list[str], take_all: bool) -> dict[str, Any]:
@@ -132,6 +202,7 @@ def add_to_project(ws: Any, source: str, *, skills: list[str], take_all: bool, a
         if unknown:
             raise LockError(f"unknown agent {unknown[0]!r}; known: {', '.join(sorted(known))} (skillctl agents)")
     entries = entries_for(ws, source, skills, take_all)
+    _check_no_replacement(ws, entries)
     before = edit.snapshot(ws.requirements), edit.snapshot(ws.lock_path)
     try:
         for name, value in entries.items():

@@ -9,6 +9,10 @@ The lock also keeps a copy of the ``skills.yaml`` sections it was resolved from,
 no longer matches is detected (``install --frozen`` refuses it), the environment skillctl.env
 resolved (``environment``) and, under a trust policy, the key id of every key file (``trust``).
 
+A skill from an MCP server also records ``manifest``, the digest of the file list the server's
+entry declared (and its SKILL.md URI as ``subdir``): ``install --frozen`` refuses a server that
+declares other files before reading any.
+
 Every install re-verifies every digest against the lock: a source that serves other bytes for a
 locked version (a registry's replaced version, a moved git tag, a rewritten history, an edited
 folder) is refused, never trusted.
@@ -53,8 +57,9 @@ class LockedSkill:
     index: str = ""  # the immutable index a well-known site listed this version in
     artifact_type: str = BUNDLE
     signer: str | None = None  # key id of the trusted key that signed it, under a trust policy
-    subdir: str = ""  # where in a git repository or folder the skill was found
+    subdir: str = ""  # where in a git repository or folder the skill was found; an MCP skill's SKILL.md URI
     description: str = field(default="", compare=False)
+    manifest: str = ""  # an MCP skill: the digest of the file list its server's entry declared
 
     @property
     def kind(self) -> str:
@@ -81,6 +86,8 @@ class LockedSkill:
             doc["type"] = self.artifact_type
         if self.signer is not None:
             doc["signer"] = self.signer
+        if self.manifest:
+            doc["manifest"] = self.manifest
         return doc
 
     def label(self) -> str:
@@ -95,7 +102,7 @@ class LockedSkill:
         return ResolvedSkill(
             self.revision if self.kind == "registry" else f"{self.kind}:{self.name}", self.name, self.version or "0.0.0",
             description or self.description, self.digest, self.tar_digest, self.size,
-            artifact_type=self.artifact_type, index_url=self.index,
+            artifact_type=self.artifact_type, index_url=self.index, manifest=self.manifest,
         )
 
     def spec(self, url: str | None = None) -> SourceSpec:
@@ -104,7 +111,7 @@ class LockedSkill:
             return SourceSpec("git", self.source["url"], self.source.get("ref", ""), self.source.get("subdir", ""), self.name)
         if self.kind == "path":
             return SourceSpec("path", self.source["path"], name=self.name)
-        return SourceSpec("registry", url or self.source.get("url", ""), self.version, name=self.name)
+        return SourceSpec("registry", url or self.source.get("url", ""), self.version, self.subdir, name=self.name)
 
     def pin(self, url: str | None = None) -> SourcePin:
         extra: dict[str, Any] = {}
@@ -112,13 +119,16 @@ class LockedSkill:
             extra["index"] = self.index
         if self.artifact_type != BUNDLE:
             extra["type"] = self.artifact_type
+        if self.manifest:
+            extra["manifest"] = self.manifest
         return SourcePin(self.spec(url), self.name, self.version, self.revision, self.digest, self.tar_digest, self.size,
                          self.subdir, self.description, extra)
 
     @classmethod
     def from_pin(cls, pin: SourcePin, *, requested: str, source: dict[str, str], signer: str | None = None) -> "LockedSkill":
         return cls(pin.name, requested, source, pin.version, pin.revision, pin.digest, pin.tar_digest, pin.size,
-                   pin.extra.get("index", ""), pin.extra.get("type", BUNDLE), signer, pin.subdir, pin.description)
+                   pin.extra.get("index", ""), pin.extra.get("type", BUNDLE), signer, pin.subdir, pin.description,
+                   pin.extra.get("manifest", ""))
 
 
 @dataclass(frozen=True)
@@ -222,10 +232,13 @@ def _locked_skill(path: Path, name: Any, s: Any, fmt: int) -> LockedSkill:
     size = s.get("size", 0)
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
         raise _fail(path, f"skills.{name}.size is not a size")
+    manifest = s.get("manifest", "")
+    if not isinstance(manifest, str) or (manifest and not manifest.startswith("sha256:")):
+        raise _fail(path, f"skills.{name}.manifest is not a sha256: digest")
     if kind != "registry" and not tar_digest:
         raise _fail(path, f"skills.{name} has no tar_digest, which a {kind} source is checked against")
     return LockedSkill(name, requested, source, version, revision, s["digest"], tar_digest, size, s.get("index", ""),
-                       artifact_type, signer, subdir)
+                       artifact_type, signer, subdir, manifest=manifest)
 
 
 def parse_lock(doc: Any, path: Path) -> Lock:

@@ -15,7 +15,7 @@ for folders, the same for git), and the audit threshold still applies.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from skillctl.errors import SkillctlError, TrustError
@@ -66,8 +66,10 @@ def _short(skill: LockedSkill) -> str:
 
 def still_allowed(entry: Entry, spec: SourceSpec, record: dict[str, str], old: LockedSkill, *, prereleases: bool) -> bool:
     """Whether ``old`` still satisfies ``entry``: the same source, and inside its range (a
-    registry), of the same ref (git). A folder's pin is never kept without looking at it."""
+    registry), of the same ref (git). A folder's pin, and an MCP server's, is never kept without looking at it."""
     if old.kind == "path" or not _same_source(old.source, record):
+        return False
+    if old.manifest:  # an MCP server serves one version whose files may change: ask it again (same files: same pin)
         return False
     if old.kind == "registry":
         try:
@@ -114,8 +116,7 @@ def lock_project(
         record = source_record(entry, spec)
         old = old_by_name.get(name)
         if old is not None and not _upgrading(name, upgrade) and still_allowed(entry, spec, record, old, prereleases=project.prereleases):
-            locked.append(LockedSkill(old.name, entry.requested, record, old.version, old.revision, old.digest, old.tar_digest,
-                                      old.size, old.index, old.artifact_type, old.signer, old.subdir, old.description))
+            locked.append(replace(old, requested=entry.requested, source=record))
             continue
         pin = sources.get(spec.kind).resolve(spec, prereleases=project.prereleases)
         if pin.name != name:
@@ -123,8 +124,7 @@ def lock_project(
                                 f"the entry's name must be the skill's name")
         new = LockedSkill.from_pin(pin, requested=entry.requested, source=record)
         if old is not None and (old.tar_digest, old.revision, old.version) == (new.tar_digest, new.revision, new.version):
-            new = LockedSkill(new.name, new.requested, new.source, new.version, new.revision, new.digest, new.tar_digest, new.size,
-                              new.index, new.artifact_type, old.signer, new.subdir, new.description)
+            new = replace(new, signer=old.signer)
         locked.append(new)
         if progress:
             was = f" (was {_short(old)})" if old is not None and _short(old) != _short(new) else ""
@@ -145,8 +145,7 @@ def lock_project(
 
 
 def _with_signer(skill: LockedSkill, signer: str | None) -> LockedSkill:
-    return LockedSkill(skill.name, skill.requested, skill.source, skill.version, skill.revision, skill.digest, skill.tar_digest,
-                       skill.size, skill.index, skill.artifact_type, signer, skill.subdir, skill.description)
+    return replace(skill, signer=signer)
 
 
 def moves_between(previous: Lock | None, lock: Lock) -> list[Move]:

@@ -79,7 +79,8 @@ def source_record(entry: Entry, spec: SourceSpec) -> dict[str, str]:
     """What the lock records of where ``entry`` comes from (portable: a git URL as written
     before any mirror, a folder relative to the project)."""
     if spec.kind == "registry":
-        return {"kind": "registry", "registry": entry.registry, "url": spec.location}
+        on_server = {"uri": spec.subdir} if spec.subdir else {}  # an MCP skill: (server, uri) is its identity
+        return {"kind": "registry", "registry": entry.registry, "url": spec.location, **on_server}
     if spec.kind == "git":
         return {"kind": "git", "url": spec.location, "ref": spec.ref, "subdir": spec.subdir}
     return {"kind": "path", "path": spec.location}
@@ -95,7 +96,8 @@ def describe_source(source: dict[str, str]) -> str:
     if kind == "path":
         return f"folder {source.get('path', '')}"
     name, url = source.get("registry", "default"), source.get("url", "")
-    return f"registry {name} ({url})" if url else f"registry {name}"
+    where = f"registry {name} ({url})" if url else f"registry {name}"
+    return f"{where} {source['uri']}" if source.get("uri") else where
 
 
 def locked_registry_url(source: dict[str, str], project: "Project | None" = None, override: str | None = None) -> str:

@@ -8,6 +8,7 @@
       csv-sql: {registry: team, version: ~2.0}     # a named registry (or a URL)
       brainstorming: {git: https://github.com/obra/superpowers, ref: v4.0.0, path: skills/brainstorming}
       local-helper: {path: ./skills/local-helper}  # a folder of this project
+      refunds: {registry: "mcp+stdio:acme-mcp serve", version: ^0.0.0, uri: skill://acme/billing/refunds/SKILL.md}
     targets: [claude-code, codex]                  # where install/sync write (default .agents/skills)
     prereleases: false
     environment: {...}    # packages for the skills' scripts (skillctl.env.declare)
@@ -18,7 +19,9 @@ A ``git:`` value is a repository URL (``https://``, ``ssh://``, ``file://``; ``g
 ``http://`` only with ``--insecure``) or a shorthand (``github:OWNER/REPO``, ``gitlab:…``); ``ref``
 a tag, branch or commit (default: the remote's default branch); ``path`` the skill's folder in the
 repository (default: the repository is searched for a skill of the entry's name). Every problem of
-the file is reported at once, on one line, each naming its place.
+the file is reported at once, on one line, each naming its place. A registry entry's ``uri`` names
+the skill on an MCP server (``mcp+stdio:…``, ``mcp+https://…``), where a skill is (server, URI)
+and names need not be unique; ``skillctl add`` writes it.
 
 The default registry is, in order: ``--registry``, ``SKILLCTL_REGISTRY``, ``registries.default``,
 (for a locked skill) the URL the lock recorded, the user's data folder. Files written by older skillctl (only ``skills: {NAME: RANGE}``) read as
@@ -41,7 +44,7 @@ REQUIREMENTS_FILE = "skills.yaml"
 LOCK_FILE = "skills.lock"
 DEFAULT_REGISTRY = "default"
 SECTIONS = ("registries", "skills", "targets", "prereleases", "environment", "trust", "network")
-_ENTRY_KEYS = {"registry": {"registry", "version"}, "git": {"git", "ref", "path"}, "path": {"path"}}
+_ENTRY_KEYS = {"registry": {"registry", "version", "uri"}, "git": {"git", "ref", "path"}, "path": {"path"}}
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class Entry:
     git: str = ""  # git entries: the URL or shorthand as written
     ref: str = ""
     path: str = ""  # git: folder in the repository; path: the folder
+    uri: str = ""  # registry entries on an MCP server: the skill's SKILL.md URI
 
     @property
     def requested(self) -> str:
@@ -112,7 +116,8 @@ class Project:
     def source_spec(self, entry: Entry, *, registry_override: str | None = None, insecure: bool = False) -> SourceSpec:
         """Where ``entry`` comes from, as the sources take it."""
         if entry.kind == "registry":
-            return SourceSpec("registry", self.registry_url(entry.registry, override=registry_override), entry.version, name=entry.name)
+            return SourceSpec("registry", self.registry_url(entry.registry, override=registry_override), entry.version, entry.uri,
+                              name=entry.name)
         if entry.kind == "git":
             from skillctl.sources.gitspec import parse_git_source
 
@@ -177,14 +182,14 @@ def _entry(name: str, value: Any, problems: list[str], registries: dict[str, str
             known = ", ".join(sorted(registries)) or "none"
             problems.append(f"{where}.registry: no registry named {reg!r} in registries: (named: {known}); name it there or write its URL")
             return None
-        return Entry(name, "registry", dict(value), registry=reg, version=version)
+        return Entry(name, "registry", dict(value), registry=reg, version=version, uri=value.get("uri", ""))
     if kind == "git":
         return Entry(name, "git", dict(value), git=value["git"], ref=value.get("ref", ""), path=value.get("path", "").strip("/"))
     return Entry(name, "path", dict(value), path=value["path"])
 
 
 def _looks_like_location(text: str) -> bool:
-    return "://" in text or text.startswith(("/", "./", "../", "~"))
+    return "://" in text or text.startswith(("/", "./", "../", "~", "mcp+"))
 
 
 def parse_project(doc: Any, path: Path) -> Project:

@@ -2,7 +2,9 @@
 
 Backends by URL, imported lazily: a plain path (or ``file://``) is the embedded folder registry;
 ``oci://HOST[:PORT]/NAMESPACE`` is an OCI distribution registry; ``https://HOST`` (or
-``http://HOST`` with ``insecure``) is a site publishing the Agent Skills well-known URI, read-only.
+``http://HOST`` with ``insecure``) is a site publishing the Agent Skills well-known URI, read-only;
+``mcp+stdio:'COMMAND ARGS'`` or ``mcp+https://HOST/PATH`` is an MCP server serving the skills
+extension, read-only.
 The default is a folder in the user's data directory; ``SKILLCTL_REGISTRY`` or ``--registry``
 choose another. Opening a folder that holds no registry is a ``NoRegistryError`` — reading
 never creates one; a writer asks for that with ``create=True`` (``publish``, ``copy``'s
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
     from skillctl.registry.rebuild import RebuildReport
 
 ENV_VAR = "SKILLCTL_REGISTRY"
+MCP_PREFIX = "mcp+"  # skillctl.mcp.client.PREFIX, kept here so checking a URL imports nothing
+MCP_TOKEN_ENV = "SKILLCTL_MCP_TOKEN"
 
 
 def default_registry_url() -> str:
@@ -78,6 +82,12 @@ def open_registry(
     given = url
     url = url or default_registry_url()
     site = url.startswith(("https://", "http://"))
+    if url.startswith(MCP_PREFIX):
+        from skillctl.registry.mcp import McpRegistry  # noqa: PLC0415 - lazy: only MCP users pay for the SDK
+
+        if username is not None or password is not None:
+            raise RegistryError(f"an MCP server takes a key ({MCP_TOKEN_ENV}), not a user name or password")
+        return _checked(McpRegistry.from_url, "an MCP server (mcp+…)", url, {"insecure": insecure, "token": token, **options})
     if token is not None and not site:
         kind = "an oci:// registry, which takes --username/--password-stdin" if url.startswith("oci://") else "a folder registry"
         raise RegistryError(f"a site key (--token-stdin, token=) is only for a well-known site (https://HOST); {url} is {kind}")
@@ -109,6 +119,10 @@ def check_registry_url(url: str) -> None:
         from skillctl.registry.oci.names import parse_oci_url  # noqa: PLC0415 - lazy, as in open_registry
 
         parse_oci_url(url)
+    elif url.startswith(MCP_PREFIX):
+        from skillctl.registry.mcp import McpRegistry  # noqa: PLC0415 - lazy, as in open_registry
+
+        McpRegistry.from_url(url, insecure=True)  # spelling only: whether http is allowed is decided when opened
     elif url.startswith(("https://", "http://")):
         from skillctl.registry.wellknown import index_url_for  # noqa: PLC0415 - lazy, as in open_registry
 
@@ -123,7 +137,7 @@ def rebuild_index(url: str | None = None, *, progress: Callable[[str], None] | N
     registry's tags and manifests, a site's index) this is an ``UnsupportedError``."""
     given = url
     url = url or default_registry_url()
-    if url.startswith(("oci://", "https://", "http://")):
+    if url.startswith(("oci://", "https://", "http://", MCP_PREFIX)):
         raise UnsupportedError(
             f"only a folder registry has an index for skillctl to rebuild; {url} keeps its own record (an OCI registry's "
             "tags and manifests, a site's index) — check it with skillctl registry verify"
@@ -149,6 +163,7 @@ def _folder_path(url: str) -> Path:
     if "://" in url and not url.startswith("file://"):
         scheme = url.split("://", 1)[0]
         raise RegistryError(
-            f"unknown registry scheme '{scheme}://'; use a folder path, file://PATH, oci://HOST/NAMESPACE or https://HOST"
+            f"unknown registry scheme '{scheme}://'; use a folder path, file://PATH, oci://HOST/NAMESPACE, https://HOST or "
+            "mcp+stdio:'COMMAND ARGS' / mcp+https://HOST/PATH"
         )
     return Path(url[len("file://"):] if url.startswith("file://") else url).expanduser()

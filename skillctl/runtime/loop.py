@@ -15,7 +15,7 @@ shape)::
 
 Every way of ending is a ``StopRun`` (``skillctl.runtime.stops``), raised by a step or mapped
 from an error in one place (``stop_for``); the transcript's ``run_end`` is written in
-``finally``, whatever happened. What is sent may differ from the history; the history never
+``finally``, whatever happened (or left to the caller, ``end_transcript=False``). What is sent may differ from the history; the history never
 changes.
 
 Cost: c_k is the size of the context sent at call k — the API's reported input tokens when
@@ -80,6 +80,7 @@ class Agent:
         fitter: Callable[[list[Message], int], FitResult] | None = None,
         cancel: threading.Event | None = None,
         deadline: Deadline | None = None,
+        end_transcript: bool = True,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -92,6 +93,10 @@ class Agent:
         self.cancel = cancel
         self.own_deadline = deadline is None  # made per run in start(); a given one is shared
         self.deadline = deadline if deadline is not None else Deadline(limits.max_seconds, clock=clock)
+        # False: whoever drives this agent writes ``run_end`` (``end_run``) once it has added to the
+        # result what it knows beyond the loop (the runner: skills, memory, checks, outputs).
+        self.end_transcript = end_transcript
+        self.result: RunResult | None = None  # the last run's, once it ended
 
     # ------------------------------------------------------------------ the run
 
@@ -152,9 +157,15 @@ class Agent:
             prefix_reuse=self.prefix.ratio if self.prefix.compared else 1.0, duration_s=self.clock() - self.started,
             fit_passes=list(self.passes), history=self.history,
         )
+        self.result = result
+        if self.end_transcript:
+            self.end_run(result)
+        return result
+
+    def end_run(self, result: RunResult) -> None:
+        """The transcript's last event: ``run_end`` with ``result``."""
         self.transcript.event("run_end", **result.to_dict())
         self.transcript.close()
-        return result
 
     # ------------------------------------------------------------------ the steps
 

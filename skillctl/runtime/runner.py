@@ -25,6 +25,8 @@
         make_agent(...).run(system, task)     the loop (``skillctl.runtime.loop``)
         finish(sandbox, result)               checks, after_run, memory, outputs — before the
                                               teardown
+      end_transcript()                        run_end with the whole result, skills and memory
+                                              included, whatever happened after the loop
 
 Failures before the loop starts (a skill that does not resolve, a tampered bundle, a bad input,
 no Docker) raise ``SkillctlError``; once the loop runs, every ending is a ``RunResult`` whose
@@ -72,10 +74,10 @@ def run(spec: RunSpec) -> RunResult:
 
 def default_transcript_path() -> Path:
     """A new file under the user state folder; unique even for runs started in the same second."""
-    from platformdirs import user_state_dir
+    from skillctl.runtime.runs import runs_home
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return Path(user_state_dir("skillctl")) / "runs" / f"run-{stamp}-{secrets.token_hex(3)}.jsonl"
+    return runs_home() / f"run-{stamp}-{secrets.token_hex(3)}.jsonl"
 
 
 class Runner:
@@ -92,9 +94,17 @@ class Runner:
         self.memory_tar = b""
         self.egress: EgressSession | None = None  # made by make_egress, live in sandbox_session
         self.transcript: Transcript | None = None  # the agent's, once make_agent made it
+        self.agent: Agent | None = None  # made by make_agent; its run_end is written by end_transcript
+        self.skills: list[ResolvedSkill] = []  # resolved by resolve_skills
         self.locked: LockedRun | None = None  # a lock's skills and policy, while registry() is open
 
     def run(self) -> RunResult:
+        try:
+            return self.run_steps()
+        finally:
+            self.end_transcript()
+
+    def run_steps(self) -> RunResult:
         spec = self.spec
         started = time.monotonic()
         model = self.open_model()
@@ -102,6 +112,7 @@ class Runner:
         self.egress = self.make_egress()
         with self.registry() as registry:
             skills = self.resolve_skills(registry)
+            self.skills = skills
             self.bundles = self.fetch_bundles(skills, registry)
             # Packed before the container starts, so a bad input fails in one line without one.
             staged = inputs_tar(list(spec.inputs)) if spec.inputs else None
@@ -121,13 +132,27 @@ class Runner:
                     # removes the container once its owner is gone or its TTL has passed).
                     finished.warnings.append(f"the sandbox was not removed: {exc}")
         result.duration_s = time.monotonic() - started
-        result.skills = [{"name": s.name, "version": s.version, "digest": s.digest} for s in skills]
-        result.memory = str(self.memory.folder) if self.memory is not None else None
+        self.describe_loaded(result)
         if self.egress is not None:  # stopped by now: its counts are final
             # With the policy it enforced and where it came from: a project file may have chosen it.
             result.egress = {**self.egress.summary.to_dict(), "policy": self.egress.policy.report()}
             result.warnings += self.egress.problems
         return result
+
+    def describe_loaded(self, result: RunResult) -> None:
+        """What the run loaded, on its result: the skills and the long-term memory."""
+        result.skills = [{"name": s.name, "version": s.version, "digest": s.digest} for s in self.skills]
+        result.memory = str(self.memory.folder) if self.memory is not None else None
+
+    def end_transcript(self) -> None:
+        """``run_end`` once everything is known — what the run loaded, the checks, outputs and
+        egress counts after the loop — rather than as the loop ends; written whatever happened
+        after the loop (an error there still leaves a transcript that says how the loop ended)."""
+        agent = self.agent
+        if agent is None or agent.result is None:
+            return
+        self.describe_loaded(agent.result)
+        agent.end_run(agent.result)
 
     # ------------------------------------------------------------------ before the sandbox
 
@@ -347,8 +372,10 @@ class Runner:
 
             fitter = Compactor(model_summarizer(model)).fit
         self.transcript = Transcript(self.transcript_path)
-        return Agent(model, ToolBox(tools), limits=spec.limits, transcript=self.transcript,
-                     progress=self.progress, fitter=fitter, cancel=spec.cancel, deadline=deadline)
+        self.agent = Agent(model, ToolBox(tools), limits=spec.limits, transcript=self.transcript,
+                           progress=self.progress, fitter=fitter, cancel=spec.cancel, deadline=deadline,
+                           end_transcript=False)
+        return self.agent
 
     def report_command(self, command: str, result: ExecResult | None, reason: str) -> None:
         if self.egress is not None:

@@ -3,7 +3,10 @@
 ``SourceSpec.location`` is the registry's URL as ``skillctl.registry.open_registry`` takes it and
 ``ref`` a version range (``latest`` when empty). The pin's ``revision`` is the registry's skill id,
 ``digest`` the artifact's own (what the registry serves and signatures cover), and ``extra`` what
-finding the version again needs: a site's versioned index and the artifact's type. Registries are
+finding the version again needs: a site's versioned index and the artifact's type, or an MCP
+server's manifest (the digest of the file list its entry declares, refused before any file is read
+when the server now declares another). On an MCP server a skill is (server, URI): ``subdir`` holds
+the SKILL.md URI, the ref the spec resolves, so two skills with one name stay two. Registries are
 opened when first needed, once per URL, through the ``opener`` the caller hands in (the CLI's
 carries ``--insecure`` and credentials); ``close`` closes them.
 """
@@ -53,7 +56,7 @@ class RegistrySource:
         return pins
 
     def resolve(self, spec: SourceSpec, *, prereleases: bool = False) -> SourcePin:
-        rec = self.registry(spec.location).resolve(f"{spec.name}@{spec.ref or 'latest'}", prereleases=prereleases)
+        rec = self.registry(spec.location).resolve(f"{spec.subdir or spec.name}@{spec.ref or 'latest'}", prereleases=prereleases)
         return pin_of_record(spec, rec)
 
     def fetch(self, pin: SourcePin) -> BundleContents:
@@ -77,8 +80,14 @@ class RegistrySource:
         """The registry's record for the pinned version, refused unless it has the pinned digest.
 
         Resolved by name and exact version, not by id: ids are per registry, and a pin must keep
-        working against a mirror (``skillctl copy``) holding the same bytes."""
-        rec = self.registry(pin.spec.location).resolve(f"{pin.name}@{pin.version}", index_url=pin.extra.get("index", ""))
+        working against a mirror (``skillctl copy``) holding the same bytes. An MCP pin is resolved
+        by its URI with its manifest, which the server refuses before reading a file if it changed."""
+        reg = self.registry(pin.spec.location)
+        manifest = pin.extra.get("manifest", "")
+        if manifest:
+            rec = reg.resolve(f"{pin.subdir or pin.revision}@{pin.version}", manifest=manifest)  # type: ignore[call-arg]
+        else:
+            rec = reg.resolve(f"{pin.name}@{pin.version}", index_url=pin.extra.get("index", ""))
         if rec.digest != pin.digest:
             raise IntegrityError(
                 f"{pin.name}@{pin.version}: the registry now serves {rec.digest[:19]}… but skills.lock pins "
@@ -93,9 +102,11 @@ def pin_of_record(spec: SourceSpec, rec: ResolvedSkill) -> SourcePin:
         extra["index"] = rec.index_url
     if rec.artifact_type != BUNDLE:
         extra["type"] = rec.artifact_type
+    if rec.manifest:
+        extra["manifest"] = rec.manifest
     named = SourceSpec(spec.kind, spec.location, spec.ref, spec.subdir, spec.name or rec.name)
     return SourcePin(named, rec.name, rec.version, rec.id, rec.digest, rec.tar_digest, rec.size,
-                     description=rec.description, extra=extra)
+                     subdir=rec.id if rec.manifest else spec.subdir, description=rec.description, extra=extra)
 
 
 class Borrowed:

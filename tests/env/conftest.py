@@ -1,7 +1,7 @@
 """Fixtures for skill environments: the loopback package index and isolated caches.
 
 The wheels are real (numpy, pandas, PyYAML… as published on PyPI for the agent image's Python),
-downloaded once by ``scripts/setup.sh`` into ``.cache/test-wheels`` and served here from a real
+downloaded once by ``scripts/test.sh`` into ``.cache/test-wheels`` and served here from a real
 HTTP index on 127.0.0.1 — tests resolve, hash and install them without leaving the machine.
 """
 
@@ -36,7 +36,7 @@ def real_skill(owner_repo: str, name: str) -> Path:
 def wheels_dir() -> Path:
     # setuptools: the build backend of the source distributions the --allow-sdist tests make.
     if not any(WHEELS.glob("numpy-*.whl")) or not any(WHEELS.glob("setuptools-*.whl")):
-        message = f"no test wheels (or an older set) in {WHEELS}: run scripts/setup.sh (it downloads them once)"
+        message = f"no test wheels (or an older set) in {WHEELS}: run scripts/test.sh (it downloads them once: scripts/fetch_test_wheels.py)"
         pytest.fail(message) if on_ci() else pytest.skip(message)
     return WHEELS
 

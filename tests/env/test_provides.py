@@ -28,7 +28,7 @@ METADATA = Path(os.environ.get("SKILLCTL_TEST_METADATA", WHEELS / "metadata"))
 def wheel(name: str) -> Path:
     found = sorted(WHEELS.glob(f"{name}-*.whl"))
     if not found:
-        pytest.skip(f"no {name} wheel in {WHEELS}: run scripts/setup.sh")
+        pytest.skip(f"no {name} wheel in {WHEELS}: run scripts/test.sh (it downloads them once)")
     return found[0]
 
 
@@ -65,7 +65,7 @@ def test_real_wheels_provide_their_modules():
 def _metadata_files() -> list[Path]:
     files = sorted(METADATA.glob("*.json"))
     if not files:
-        message = f"no wheel file lists in {METADATA}: run scripts/setup.sh (scripts/fetch_test_wheels.py fetches them)"
+        message = f"no wheel file lists in {METADATA}: run scripts/test.sh (scripts/fetch_test_wheels.py fetches them)"
         pytest.fail(message) if on_ci() else pytest.skip(message)
     return files
 

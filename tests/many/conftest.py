@@ -110,7 +110,7 @@ def alive(pid: int) -> bool:
 
 def require_ray() -> None:
     """Ray is an optional extra: skipped without it on a developer machine, a failure on CI
-    (``scripts/setup.sh`` installs ``skillctl[ray]``)."""
+    (``scripts/setup.sh --tests`` installs ``skillctl[ray]``)."""
     try:
         import ray  # noqa: F401
     except ImportError:

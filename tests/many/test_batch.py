@@ -195,6 +195,31 @@ def test_a_batch_appends_results_and_a_rerun_skips_what_is_done(tmp_path):
     assert len((tmp_path / "tasks.results.jsonl").read_text().splitlines()) == 3
 
 
+def test_retry_failed_reruns_only_the_lines_that_did_not_run(tmp_path):
+    model = write_yaml(tmp_path / "m.yaml", [{"shell": ["ls $SKILLS_DIR"]}, {"answer": "ran"}])
+    path = tasks_file(tmp_path, [{"id": "plain", "task": "t"}, {"id": "skilled", "task": "t", "skills": ["tally"]}])
+    reg = tmp_path / "reg"
+    open_registry(str(reg), create=True).close()  # tally is not published yet: that line cannot start
+    args = ["batch", str(path), "--model", f"script:{model}", *LOCAL_ARGS, "--registry", str(reg), "--format", "json"]
+    first = CliRunner().invoke(cli, args)
+    assert first.exit_code == 1 and json.loads(first.stdout)["outcomes"] == {"answered": 1, "failed": 1}, first.output
+    published = CliRunner().invoke(cli, ["publish", str(REPO / "skills" / "tally"), "--registry", str(reg)])
+    assert published.exit_code == 0, published.output
+    plain = CliRunner().invoke(cli, args)  # without the flag a failed line counts as done
+    assert plain.exit_code == 0 and (json.loads(plain.stdout)["skipped"], json.loads(plain.stdout)["ran"]) == (2, 0)
+    retry = CliRunner().invoke(cli, [*args, "--retry-failed"])
+    assert retry.exit_code == 0, retry.output
+    summary = json.loads(retry.stdout)
+    assert (summary["skipped"], summary["retried"], summary["outcomes"]) == (1, 1, {"answered": 1})
+    assert "1 run(s) to do (1 that did not run before), 1 already done" in retry.stderr
+    records = [json.loads(x) for x in default_results_path(path).read_text().splitlines()]
+    pairs = [(r["id"], r["outcome"]) for r in records]  # the first batch's in the order its runs ended
+    assert sorted(pairs[:2]) == [("plain", "answered"), ("skilled", "failed")] and pairs[2] == ("skilled", "answered")
+    assert records[-1]["skills"][0]["name"] == "tally"
+    done = CliRunner().invoke(cli, [*args, "--retry-failed"])  # the last result of an id counts: nothing left
+    assert done.exit_code == 0 and (json.loads(done.stdout)["skipped"], json.loads(done.stdout)["ran"]) == (2, 0)
+
+
 # ------------------------------------------------------------------------------ the command, in containers
 
 

@@ -164,7 +164,7 @@ def png_size(path: Path) -> tuple[int, int]:
 
 
 def test_the_report_renders_in_a_real_headless_browser(tmp_path):
-    require_tool("chromium")  # scripts/setup.sh installs it
+    require_tool("chromium")  # scripts/setup.sh --tests installs it
     chromium = shutil.which("chromium")
     skill = tally_with_evals(tmp_path)
     result = invoke(str(skill), "--model", f"script:{agent(tmp_path)}", "--judge", f"script:{judge(tmp_path)}", *LOCAL)

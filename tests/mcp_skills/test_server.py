@@ -315,3 +315,25 @@ def test_serve_refusals_are_one_line(tmp_path, args, message):
     assert result.returncode != 0
     assert message in result.stderr and "Traceback" not in result.stderr, result.stderr
     assert result.stdout == ""  # stdout is the protocol's
+
+
+def test_real_skills_are_served_byte_for_byte():
+    """The 58 public skills in tests/data/real-skills, as messy as their authors made them: every
+    one listed, every file read back with its digest and size."""
+    real = Path(__file__).resolve().parent.parent / "data" / "real-skills"
+
+    async def check(catalog) -> tuple[int, int]:
+        async with Client(build_server(catalog)) as client:
+            skills, _ = await list_all(client)
+            files = 0
+            for entry in skills:
+                files += len(await verified(client, entry))
+            return len(skills), files
+
+    catalog = folder_catalog(real)
+    try:
+        count, files = anyio.run(check, catalog)
+    finally:
+        catalog.close()
+    assert count == len(list(real.rglob("SKILL.md"))) == 58
+    assert files > 200

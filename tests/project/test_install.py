@@ -275,7 +275,7 @@ def test_where_links_are_refused_the_skill_is_copied_instead(tmp_path):
     by strace into a real child process: the install falls back to a marked copy."""
     strace = shutil.which("strace")
     if strace is None:
-        pytest.skip("strace is not installed (scripts/setup.sh installs it)")
+        pytest.skip("strace is not installed (scripts/setup.sh --tests installs it)")
     repo = Path(__file__).resolve().parents[2]
     cmd = [strace, "-f", "-qq", "-o", "/dev/null", "-e", "trace=symlink,symlinkat", "-e", "inject=symlink,symlinkat:error=EPERM",
            sys.executable, "-c", _FALLBACK_CHILD, str(repo), str(repo / "tests"), str(tmp_path)]

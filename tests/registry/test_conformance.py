@@ -1,7 +1,8 @@
 """The ``Registry`` contract, one suite for every backend: the same assertions against the
 folder registry, an OCI registry (Debian's real ``docker-registry``), a read-only registry, a
-well-known site (built by ``site build`` and served over HTTP on loopback) and a private one
-(``skillctl serve`` with keys, read with a read key).
+well-known site (built by ``site build`` and served over HTTP on loopback), a private one
+(``skillctl serve`` with keys, read with a read key) and an MCP server (``skillctl mcp serve
+--registry`` over stdio, read by ``McpRegistry``).
 
 To add a backend: write a ``Backend`` for it in ``backend()`` below (how to open a client on
 fresh storage, and how to put bundles there) and add its name to ``BACKENDS``. Reading is checked
@@ -88,6 +89,9 @@ class Backend:
     serves_bundles: bool = True
     # A client that can write this storage's signatures; None when the backend keeps none.
     writer: Callable[[], Registry] | None = None
+    # True for an MCP server: it serves one version of each skill (the latest release) and names a
+    # skill by its SKILL.md URI, not a skill_… id; what needs older versions is skipped for it.
+    one_version: bool = False
 
 
 BACKENDS = [
@@ -96,6 +100,7 @@ BACKENDS = [
     "read-only",
     "well-known",
     "keyed-site",
+    "mcp",
 ]
 
 
@@ -121,6 +126,8 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
         return _site_backend(request, tmp_path)
     if kind == "keyed-site":
         return _keyed_site_backend(request, tmp_path)
+    if kind == "mcp":
+        return _mcp_backend(tmp_path)
     path = tmp_path / "registry"
     return Backend(lambda: ReadOnlyView(LocalRegistry(path)), lambda bundles: _publish_all(LocalRegistry(path), bundles),
                    writer=lambda: LocalRegistry(path))
@@ -182,6 +189,28 @@ def _keyed_site_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backe
     return Backend(open_client, lambda bundles: _publish_all(LocalRegistry(source), bundles), serves_bundles=False)
 
 
+def _mcp_backend(tmp_path: Path) -> Backend:
+    """``skillctl mcp serve --registry`` over a folder registry, on stdio; a client spawns it on
+    first use, so it serves what seeding published before."""
+    import shlex
+    import sys
+
+    source = tmp_path / "publisher"
+    LocalRegistry(source).close()
+    url = "mcp+stdio:" + shlex.join([sys.executable, "-m", "skillctl", "mcp", "serve", "--registry", str(source)])
+    return Backend(lambda: open_registry(url), lambda bundles: _publish_all(LocalRegistry(source), bundles), one_version=True)
+
+
+def needs_versions(backend: Backend) -> None:
+    if backend.one_version:
+        pytest.skip("an MCP server serves one version of each skill (see test_one_version_backends_serve_the_latest_release)")
+
+
+def one_of(backend: Backend) -> str:
+    """A ref to a version every backend serves: an old one where there are several."""
+    return "demo" if backend.one_version else "demo@1.0.0"
+
+
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory) -> dict[tuple[str, str], PreparedBundle]:
     root = tmp_path_factory.mktemp("conformance-src")
@@ -230,6 +259,7 @@ def _same_files(reg: Registry, skill: ResolvedSkill, bundle: PreparedBundle) -> 
 
 
 def test_versions_are_newest_first_with_their_records(backend: Backend, reg: Registry, bundles) -> None:
+    needs_versions(backend)
     recs = reg.versions("demo")
     assert [r.version for r in recs] == ["2.0.0-rc.1", "1.10.0", "1.2.0", "1.0.0", "0.9.0"]
     for rec in recs:
@@ -244,7 +274,8 @@ def test_versions_are_newest_first_with_their_records(backend: Backend, reg: Reg
     assert reg.versions("other")[0].skill_id != recs[0].skill_id
 
 
-def test_ranges_resolve_to_the_highest_match_and_prereleases_only_when_asked(reg: Registry) -> None:
+def test_ranges_resolve_to_the_highest_match_and_prereleases_only_when_asked(backend: Backend, reg: Registry) -> None:
+    needs_versions(backend)
     cases = {"demo": "1.10.0", "demo@latest": "1.10.0", "demo@~1.2": "1.2.0", "demo@<1.2": "1.0.0", "demo@^0.9": "0.9.0",
              "demo@1.2.0": "1.2.0", "demo@1.2": "1.2.0", "demo@^2.0.0-rc.1": "2.0.0-rc.1", "demo@2.0.0-rc.1": "2.0.0-rc.1"}
     assert {ref: reg.resolve(ref).version for ref in cases} == cases
@@ -254,9 +285,12 @@ def test_ranges_resolve_to_the_highest_match_and_prereleases_only_when_asked(reg
     assert reg.resolve("demo@1.0.0+build.9").version == "1.0.0"  # build metadata is not identity
 
 
-def test_resolve_and_resolve_record_agree(reg: Registry) -> None:
-    rec = reg.resolve_record("demo@~1.2")
-    assert reg.resolve("demo@~1.2") == rec.resolved()
+def test_resolve_and_resolve_record_agree(backend: Backend, reg: Registry) -> None:
+    ref = "demo@^1" if backend.one_version else "demo@~1.2"
+    rec = reg.resolve_record(ref)
+    assert (reg.resolve(ref).id, reg.resolve(ref).digest) == (rec.resolved().id, rec.resolved().digest)
+    if not backend.one_version:  # an MCP record carries its manifest besides: one field more than its version record
+        assert reg.resolve(ref) == rec.resolved()
     assert isinstance(rec.resolved(), ResolvedSkill)
 
 
@@ -270,7 +304,8 @@ def test_missing_skills_and_versions_are_one_line_not_found(reg: Registry) -> No
             call()
 
 
-def test_skills_resolve_by_id(reg: Registry) -> None:
+def test_skills_resolve_by_id(backend: Backend, reg: Registry) -> None:
+    needs_versions(backend)
     sid = reg.versions("demo")[0].skill_id
     assert reg.resolve(sid).version == "1.10.0"
     assert reg.resolve(f"{sid}@1.0.0").version == "1.0.0"
@@ -290,14 +325,15 @@ def test_fetch_returns_exactly_the_published_bytes(backend: Backend, reg: Regist
             assert _same_files(reg, skill, bundles[(skill.name, version)])
 
 
-def test_fetch_refuses_a_digest_the_registry_does_not_hold(reg: Registry) -> None:
-    skill = reg.resolve("demo@1.0.0")
+def test_fetch_refuses_a_digest_the_registry_does_not_hold(backend: Backend, reg: Registry) -> None:
+    skill = reg.resolve(one_of(backend))
     forged = ResolvedSkill(skill.id, skill.name, skill.version, skill.description, "sha256:" + "0" * 64, skill.tar_digest, skill.size)
     with pytest.raises(IntegrityError):
         reg.fetch(forged)
 
 
 def test_list_and_get_skill_summaries(backend: Backend, reg: Registry, bundles) -> None:
+    needs_versions(backend)
     skills = reg.list_skills()
     assert [(s.name, s.default_version, s.latest_version, s.versions) for s in skills] == [
         ("demo", "1.10.0", "2.0.0-rc.1", 5), ("other", "1.0.0", "1.0.0", 1)
@@ -307,6 +343,20 @@ def test_list_and_get_skill_summaries(backend: Backend, reg: Registry, bundles) 
     assert demo.description == bundles[("demo", "1.10.0")].description
     assert demo.id == reg.versions("demo")[0].skill_id and (demo.created_at > 0 or not backend.serves_bundles)
     assert demo.to_dict()["object"] == "skill"
+
+
+def test_one_version_backends_serve_the_latest_release(backend: Backend, reg: Registry, bundles) -> None:
+    if not backend.one_version:
+        pytest.skip("the backend serves every version (test_versions_are_newest_first_with_their_records)")
+    assert [(s.name, s.default_version, s.latest_version, s.versions) for s in reg.list_skills()] == [
+        ("demo", "1.10.0", "1.10.0", 1), ("other", "1.0.0", "1.0.0", 1)
+    ]
+    recs = reg.versions("demo")
+    b = bundles[("demo", "1.10.0")]
+    assert [(r.version, r.digest, r.tar_digest, r.size, r.files) for r in recs] == [("1.10.0", b.digest, b.tar_digest, b.size, len(b.files))]
+    assert reg.get_skill(recs[0].skill_id).name == "demo" and reg.resolve(recs[0].skill_id).version == "1.10.0"
+    with pytest.raises(NotFoundError, match="demo@1.0.0"):
+        reg.resolve("demo@1.0.0")
 
 
 def test_verify_finds_nothing_wrong_in_a_healthy_registry(reg: Registry) -> None:
@@ -421,9 +471,9 @@ def _write_calls(reg: Registry, tmp_path: Path, skill: ResolvedSkill) -> dict[st
     }
 
 
-def test_missing_capabilities_raise_unsupported_and_change_nothing(reg: Registry, tmp_path: Path) -> None:
+def test_missing_capabilities_raise_unsupported_and_change_nothing(backend: Backend, reg: Registry, tmp_path: Path) -> None:
     before = [(r.version, r.digest, r.yanked) for r in reg.versions("demo")]
-    calls = _write_calls(reg, tmp_path, reg.resolve("demo@1.0.0"))
+    calls = _write_calls(reg, tmp_path, reg.resolve(one_of(backend)))
     assert set(calls) == WRITE_CAPABILITIES  # every write of the protocol is covered here
     missing = WRITE_CAPABILITIES - reg.capabilities
     for capability in sorted(missing):
@@ -431,7 +481,7 @@ def test_missing_capabilities_raise_unsupported_and_change_nothing(reg: Registry
             calls[capability]()
         assert reg.url in str(exc.value) and "\n" not in str(exc.value)
     assert [(r.version, r.digest, r.yanked) for r in reg.versions("demo")] == before
-    assert reg.signatures(reg.resolve("demo@1.0.0")) == []
+    assert reg.signatures(reg.resolve(one_of(backend))) == []
     if not missing:
         pytest.skip("the backend has every capability")
 
@@ -459,8 +509,8 @@ def test_signatures_are_served_with_their_exact_version(backend: Backend, reg: R
     assert reg.verify() == []  # signatures are not damage, wherever a backend keeps them
 
 
-def test_signatures_of_another_bundle_are_refused(reg: Registry) -> None:
-    skill = reg.resolve("demo@1.0.0")
+def test_signatures_of_another_bundle_are_refused(backend: Backend, reg: Registry) -> None:
+    skill = reg.resolve(one_of(backend))
     forged = ResolvedSkill(skill.id, skill.name, skill.version, skill.description, "sha256:" + "0" * 64, skill.tar_digest, skill.size)
     with pytest.raises(IntegrityError, match="its signatures are not for the bundle asked about"):
         reg.signatures(forged)

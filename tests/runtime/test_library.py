@@ -210,6 +210,31 @@ def test_local_run_stages_inputs_copies_outputs_and_reports_json(tmp_path, examp
     json.dumps(report)
 
 
+def test_the_transcripts_run_end_is_the_whole_result_with_what_was_loaded(tmp_path, example_registry_path):
+    steps = [{"shell": ["echo seen > /memory/MEMORY.md", "echo out > f"]}, {"answer": "done"}]
+    result = run(local_spec(tmp_path, steps, skills=["tally"], registry=str(example_registry_path), memory="proj",
+                            output_dir=tmp_path / "out", checks=["cat f"]))
+    events = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text("utf-8").splitlines()]
+    end = events[-1]
+    assert end["type"] == "run_end" and [e["type"] for e in events].count("run_end") == 1
+    # written after the loop: what the runner loaded and did around it is there, as in the result
+    assert end["skills"] == result.to_dict()["skills"] and end["skills"][0]["name"] == "tally"
+    assert end["memory"] == result.memory and Path(end["memory"]).name == "proj"
+    assert end["checks"][0]["stdout"] == "out\n" and "f" in end["outputs"]
+    assert end["duration_s"] == round(result.duration_s, 3)
+
+
+def test_run_end_is_written_when_the_run_fails_after_the_loop(tmp_path, example_registry_path):
+    class Broken(Runner):
+        def finish(self, sandbox, result):
+            raise RuntimeError("a bug after the loop")
+
+    with pytest.raises(RuntimeError, match="a bug after the loop"):
+        Broken(local_spec(tmp_path, [{"answer": "done"}], skills=["tally"], registry=str(example_registry_path))).run()
+    end = json.loads((tmp_path / "t.jsonl").read_text("utf-8").splitlines()[-1])
+    assert (end["type"], end["outcome"], end["skills"][0]["name"]) == ("run_end", "answered", "tally")
+
+
 def test_set_up_and_tear_down_wrap_the_sandbox(tmp_path):
     events: list[str] = []
 
