@@ -1,8 +1,8 @@
-"""Print the README's table of agents from skillctl/project/agents.json.
+"""Print the table of agents of docs/targets.md from skillctl/project/agents.json.
 
-    python scripts/agents_table.py      # paste between the agents-table markers of README.md
+    python scripts/agents_table.py      # paste between the agents-table markers of docs/targets.md
 
-tests/project/test_agents.py fails when the README's table and the shipped data disagree.
+tests/project/test_agents.py fails when the page's table and the shipped data disagree.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ def test_publish_pull_round_trip_with_the_documented_artifact(oci: OciRegistry, 
     assert res.status == "published" and ID_RE.match(res.record.skill_id)
     assert (res.record.version, res.record.digest, res.record.tar_digest, res.record.size) == ("1.2.0+build.7", prepared.digest, prepared.tar_digest, prepared.size)
 
-    # On the wire: the manifest and config exactly as the README documents them, tag with '_'.
+    # On the wire: the manifest and config exactly as docs/registries/oci.md documents them, tag with '_'.
     status, _, tags = registry_server.raw("GET", f"/v2/{ns}/tally/tags/list")
     assert status == 200 and json.loads(tags)["tags"] == ["1.2.0_build.7"]
     manifest = json.loads(registry_server.get_manifest(f"{ns}/tally", "1.2.0_build.7"))

@@ -152,15 +152,15 @@ def test_describe_gives_each_agent_its_resolved_folders_even_without_home(tmp_pa
     assert os.environ.get("HOME") is None or rows  # the listing never fails for lack of HOME
 
 
-def test_the_readme_table_is_the_shipped_table():
+def test_the_documented_table_is_the_shipped_table():
     import importlib.util
 
     root = Path(__file__).resolve().parents[2]
     spec = importlib.util.spec_from_file_location("agents_table", root / "scripts/agents_table.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    readme = (root / "README.md").read_text("utf-8")
-    start = readme.index("<!-- agents-table:start")
-    start = readme.index("\n", start) + 1
-    end = readme.index("<!-- agents-table:end -->")
-    assert readme[start:end].strip() == module.render(), "run python scripts/agents_table.py and paste its table"
+    page = (root / "docs" / "targets.md").read_text("utf-8")
+    start = page.index("<!-- agents-table:start")
+    start = page.index("\n", start) + 1
+    end = page.index("<!-- agents-table:end -->")
+    assert page[start:end].strip() == module.render(), "run python scripts/agents_table.py and paste its table into docs/targets.md"

@@ -1,5 +1,5 @@
 """Runs as a library: ``run(RunSpec(...)) -> RunResult`` with the real registry, real sandboxes
-and the script model — the README snippet as written, runs without skills, several runs at once
+and the script model — the documented snippet (docs/library.md) as written, runs without skills, several runs at once
 on worker threads, cancellation, checks in the same container, and the Runner's seams."""
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ def isolated(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("SKILLCTL_REGISTRY", raising=False)
 
 
-def readme_snippet(heading: str = "## Library API") -> str:
-    text = (REPO / "README.md").read_text("utf-8")
+def documented_snippet(heading: str = "# Library API") -> str:
+    text = (REPO / "docs" / "library.md").read_text("utf-8")
     section = text[text.index(heading):]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
@@ -53,14 +53,14 @@ def local_spec(tmp_path: Path, steps: list, **kw) -> RunSpec:
 
 
 @pytest.mark.requires_docker
-def test_the_readme_snippet_runs_as_written(example_registry_path, monkeypatch, agent_image, docker_client):
+def test_the_documented_snippet_runs_as_written(example_registry_path, monkeypatch, agent_image, docker_client):
     monkeypatch.setenv("SKILLCTL_REGISTRY", str(example_registry_path))
     monkeypatch.chdir(REPO)
     before = containers_of_this_process(docker_client)
     out = io.StringIO()
     scope: dict = {}
     with contextlib.redirect_stdout(out):
-        exec(compile(readme_snippet(), "README.md", "exec"), scope)  # noqa: S102 - the documented snippet itself
+        exec(compile(documented_snippet(), "docs/library.md", "exec"), scope)  # noqa: S102 - the documented snippet itself
     result: RunResult = scope["result"]
     assert (result.outcome, result.answer, result.steps, result.exit_code) == ("answered", DEMO_ANSWER, 5, 0)
     assert out.getvalue() == f"answered {DEMO_ANSWER} 5 {result.tokens_used}\n"

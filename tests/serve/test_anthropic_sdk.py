@@ -29,7 +29,7 @@ def test_create_with_files_from_dir_and_display_name(admin: anthropic.Anthropic,
     skill = admin.skills.create(files=files_from_dir(folder), display_name="Demo, for people")
 
     assert skill.type == "skill" and skill.source == "custom"
-    assert skill.display_name == "demo"  # named by SKILL.md; display_name is not stored (README)
+    assert skill.display_name == "demo"  # named by SKILL.md; display_name is not stored (docs/registries/serve.md)
     assert before <= skill.created_at <= skill.updated_at
     [version] = admin.skills.versions.list(skill.id).data
     assert VERSION_ID_RE.match(version.id) and skill.latest_version_id == version.id

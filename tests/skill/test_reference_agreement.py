@@ -2,7 +2,7 @@
 
 The corpus below is the spec's front-matter rules, each as a valid and an invalid example; both
 validators must return the expected verdict. Where skillctl deliberately differs, a
-``test_deliberate_difference_*`` test pins down both sides; each is explained in the README
+``test_deliberate_difference_*`` test pins down both sides; each is explained in docs/authoring.md
 section "Differences from skills-ref".
 
 skills-ref is a test dependency (``pip install 'skills-ref==0.1.1'``): 0.1.1 is the newest release,
@@ -115,7 +115,7 @@ def test_reference_cli_agrees_with_its_library(in_tmp: Path) -> None:
 
 
 # --------------------------------------------------------------------- deliberate differences
-# Each of these is documented in README.md, section "Differences from skills-ref".
+# Each of these is documented in docs/authoring.md, section "Differences from skills-ref".
 
 
 @pytest.mark.parametrize("name", ["café", "ｐｄｆ", "данные", "日本語"])
