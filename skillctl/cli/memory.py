@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import click
 
 from skillctl.cli.common import emit_json, format_option, library_errors
-from skillctl.errors import SkillctlError
+from skillctl.errors import RunMemoryError
 
 
 def _existing(ref: str):
@@ -15,7 +15,7 @@ def _existing(ref: str):
 
     memory = Memory.locate(ref)
     if not memory.folder.is_dir():
-        raise SkillctlError(f"no memory {ref} (no folder {memory.folder}); see: skillctl memory list")
+        raise RunMemoryError(f"no memory {ref} (no folder {memory.folder}); see: skillctl memory list")
     return memory
 
 
