@@ -48,12 +48,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from skillctl.bundle import BundleLimits, sha256_digest
-from skillctl.errors import ImmutableVersionError, IntegrityError, NoRegistryError, NotFoundError, RegistryError, UnsupportedError
+from skillctl.errors import ImmutableVersionError, IntegrityError, NoRegistryError, NotFoundError, RegistryError
 from skillctl.protocols import WRITE_CAPABILITIES, ResolvedSkill
 from skillctl.registry import local_maintenance
 from skillctl.registry.local_blobs import LOST_FOUND, BlobStore, atomic_write
-from skillctl.registry.local_index import (  # noqa: F401 - INDEX, SCHEMA_VERSION, insert_version, new_index: this module's public names
-    BUSY_TIMEOUT_S, COLS, INDEX, NEWEST_FIRST, ORDER_COLS, SAME_VERSION, SCHEMA_VERSION, VCOLS, IndexFile, insert_version,
+from skillctl.registry.local_index import (  # noqa: F401 - SCHEMA_VERSION, new_index: public here too
+    COLS, INDEX, NEWEST_FIRST, ORDER_COLS, SAME_VERSION, SCHEMA_VERSION, VCOLS, IndexFile, insert_version,
     new_index, order_of, read_only_error, record, tx,
 )
 from skillctl.registry.local_maintenance import GC_GRACE_S
