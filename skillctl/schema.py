@@ -1,7 +1,7 @@
 """JSON Schema problems as one line each, located: the one place skillctl words them.
 
-Every problem is reported, not only the first (an author fixes them in one go), in document
-order, each as ``place: what is wrong`` with the place written ``steps[2].shell[0]``
+Every problem is reported, not only the first (an author fixes them in one go), ordered by
+place (list items by number), each as ``place: what is wrong`` with the place written ``steps[2].shell[0]``
 (``format_path``); ``summarize`` puts several on one capped line.
 
 What is wrong is worded by a *wording*, a function of the error:
@@ -120,7 +120,7 @@ def schema_problems(
     pointer: bool = False,
 ) -> list[str]:
     """Every problem of ``instance`` against ``schema`` (a schema, or a validator built once by
-    the caller), as ``place: what is wrong`` lines in document order; empty when it is valid.
+    the caller), as ``place: what is wrong`` lines ordered by place; empty when it is valid.
     ``top`` names the place of the whole document; ``prefix`` is where the document itself
     sits in a larger one (``trust`` gives ``trust.keys``); ``pointer`` writes places as
     ``rules/0/id``, for formats documented that way."""

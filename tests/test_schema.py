@@ -23,7 +23,7 @@ SCHEMA = {
 }
 
 
-def test_every_problem_is_reported_in_document_order_each_with_its_place() -> None:
+def test_every_problem_is_reported_ordered_by_place() -> None:
     doc = {"limit": 0, "steps": [{"answer": 1}, {}, {"answer": 2}] + [{}] * 8 + [{"answer": 3}]}
     assert schema_problems(doc, SCHEMA) == [
         "top level: 'limit' must be at least 1",
