@@ -20,8 +20,12 @@
     │   └── EnvIntegrityError     a package file's sha256 differs from the resolution or lock
     ├── ModelError                the model endpoint failed in a way the loop cannot absorb
     │   └── ContextTooLong        the conversation no longer fits the model
-    ├── MemoryInUseError          another run holds the long-term memory a run asked for
-    ├── TranscriptError           a past run's transcript cannot be found or is not one
+    ├── RunError                  a run cannot be set up or finished as asked (the runtime's branch)
+    │   ├── LoadError             the skills a run asks for cannot be loaded together
+    │   ├── StagingError          inputs cannot go into the sandbox, or its output cannot come out
+    │   ├── RunMemoryError        a long-term memory folder is missing or cannot be used
+    │   │   └── MemoryInUseError  another run holds the long-term memory a run asked for
+    │   └── TranscriptError       a past run's transcript cannot be found or is not one
     ├── TrustError                a key, signature or trust policy refuses what was asked
     └── ConfigError               a config / script / policy file is invalid
 
@@ -145,11 +149,30 @@ class ContextTooLong(ModelError):
         self.detail = detail
 
 
-class MemoryInUseError(SkillctlError):
+class RunError(SkillctlError):
+    """The runtime's branch: what keeps a run from starting or from handing back its results.
+    (Named so as not to shadow the builtin ``RuntimeError``.)"""
+
+
+class LoadError(RunError):
+    """The loader cannot put the requested skills into one run (e.g. one name, two versions)."""
+
+
+class StagingError(RunError):
+    """Files cannot be staged into the sandbox (a link, over a limit, two inputs of one name, an
+    unsafe job archive) or its output copied back out (not an archive we accept, in the way)."""
+
+
+class RunMemoryError(RunError):
+    """A long-term memory folder is not there or cannot be read or written. (Not ``MemoryError``:
+    that builtin means Python ran out of memory.)"""
+
+
+class MemoryInUseError(RunMemoryError):
     """One run at a time per memory: callers that start many may wait and try again."""
 
 
-class TranscriptError(SkillctlError):
+class TranscriptError(RunError):
     pass
 
 

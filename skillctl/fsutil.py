@@ -9,7 +9,16 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
+
+
+def lstat_is(path: Path, test: Callable[[int], bool]) -> bool:
+    """``test`` (``stat.S_ISREG``, ``S_ISDIR``…) on what ``path`` itself is — a link is not
+    followed —, False when it cannot be looked at."""
+    try:
+        return test(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def fsync_dir(path: Path) -> None:

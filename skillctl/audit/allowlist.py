@@ -30,6 +30,7 @@ import jsonschema
 import yaml
 
 from skillctl.nesting import NestingError, check_yaml
+from skillctl.schema import schema_problems, summarize, validator
 
 ALLOWLIST_FILE = ".skillaudit"
 MIN_REASON = 10
@@ -98,11 +99,11 @@ def parse(data: bytes) -> tuple[list[Entry], list[Problem]]:
         return [], [Problem(1, 1, "", f"{ALLOWLIST_FILE} must be a mapping with an 'accept' list; nothing in it is applied")]
     entries: list[Entry] = []
     problems: list[Problem] = []
-    validator = jsonschema.Draft202012Validator(_schema()["$defs"]["entry"])
+    check = jsonschema.Draft202012Validator(_schema()["$defs"]["entry"])
     for index, raw in enumerate(doc.get("accept", []), start=1):
         line = raw.pop("__line__", 1) if isinstance(raw, dict) else 1
         clean = _strip_lines(raw)
-        errors = sorted(validator.iter_errors(clean), key=lambda e: list(e.absolute_path))
+        errors = schema_problems(clean, check, wording=validator, top="entry")
         reason = clean.get("reason") if isinstance(clean, dict) else None
         rule = clean.get("rule", "?") if isinstance(clean, dict) else "?"
         if not isinstance(reason, str) or len(reason.strip()) < MIN_REASON:
@@ -111,8 +112,7 @@ def parse(data: bytes) -> tuple[list[Entry], list[Problem]]:
                                     "saying why the finding is acceptable); it is not applied"))
             continue
         if errors:
-            where = "/".join(str(p) for p in errors[0].absolute_path) or "entry"
-            problems.append(Problem(line, 1, f"entry {index} ({rule})", f"entry {index}: {where}: {errors[0].message}; it is not applied"))
+            problems.append(Problem(line, 1, f"entry {index} ({rule})", f"entry {index}: {summarize(errors)}; it is not applied"))
             continue
         entries.append(Entry(clean["rule"], reason.strip(), clean.get("path"), clean.get("line"), line))
     return entries, problems

@@ -25,7 +25,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from skillctl.audit.model import Rule, Severity
@@ -33,6 +32,7 @@ from skillctl.audit.regexcheck import UnsafePattern, compile_safe
 from skillctl.errors import ConfigError
 from skillctl.fsutil import read_regular
 from skillctl.nesting import NestingError, check_yaml
+from skillctl.schema import schema_problems, summarize, validator
 
 RULES_SCHEMA = "rules.schema.json"
 SHIPPED_RULES = "rules.yaml"
@@ -163,13 +163,9 @@ def _matcher(spec: dict[str, Any], where: str, rs: RuleSet) -> Matcher:
 
 
 def _add_file(rs: RuleSet, doc: Any, label: str) -> None:
-    validator = jsonschema.Draft202012Validator(_schema())
-    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    errors = schema_problems(doc, _schema(), wording=validator, pointer=True)
     if errors:
-        first = errors[0]
-        at = "/".join(str(p) for p in first.absolute_path) or "(top)"
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise ConfigError(f"{label}: {at}: {first.message}{more}; see the format in skillctl/audit/{RULES_SCHEMA}")
+        raise ConfigError(f"{label}: {summarize(errors)}; see the format in skillctl/audit/{RULES_SCHEMA}")
     # Installers first: patterns below may use {installers}.
     rs.installers |= frozenset(h.lower() for h in doc.get("installers", ()))
     for spec in doc.get("signals", []):

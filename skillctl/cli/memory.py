@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import click
 
 from skillctl.cli.common import confirm, emit_json, format_option, library_errors
-from skillctl.errors import SkillctlError
+from skillctl.errors import RunMemoryError
 from skillctl.words import count, plural
 
 
@@ -16,7 +16,7 @@ def _existing(ref: str):
 
     memory = Memory.locate(ref)
     if not memory.folder.is_dir():
-        raise SkillctlError(f"no memory {ref} (no folder {memory.folder}); see: skillctl memory list")
+        raise RunMemoryError(f"no memory {ref} (no folder {memory.folder}); see: skillctl memory list")
     return memory
 
 

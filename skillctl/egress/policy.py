@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from skillctl.egress.rules import check_pattern, first_match, normalize_host, pattern_within
 from skillctl.errors import ConfigError
-from skillctl.models._schema import schema_problems, summarize
+from skillctl.schema import schema_problems, summarize
 from skillctl.yamlfile import read_yaml
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from skillctl.errors import ConfigError, SkillctlError
 from skillctl.fsutil import open_private, read_regular_text
-from skillctl.models._schema import schema_problems
+from skillctl.schema import schema_problems
 from skillctl.nesting import NestingError, loads_json
 from skillctl.protocols import ResolvedSkill
 

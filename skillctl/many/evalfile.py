@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from skillctl.errors import ConfigError
-from skillctl.models._schema import schema_problems, summarize
+from skillctl.schema import schema_problems, summarize
 from skillctl.nesting import loads_json
 
 from .inputfiles import MISSING, OUTSIDE, locate

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 from skillctl.errors import SkillctlError
 from skillctl.messages import Message, system, user
-from skillctl.models._schema import schema_problems, summarize
+from skillctl.schema import schema_problems, summarize
 from skillctl.nesting import loads_json
 from skillctl.protocols import Model, ModelReply, ToolSpec
 from skillctl.runtime.result import CheckResult, RunResult

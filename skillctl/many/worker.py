@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from skillctl.errors import SkillctlError
+from skillctl.errors import SkillctlError, StagingError
 from skillctl.fsutil import tar_data_filter
 
 from .grading import UNGRADED_OUTCOMES, Judge, grade_run, needs_judge, not_graded
@@ -133,7 +133,7 @@ def _unpack_inputs(archive: bytes, dest: Path) -> list[Path]:
         members = tar.getmembers()
         for m in members:
             if m.name.startswith("/") or ".." in m.name.split("/") or not (m.isfile() or m.isdir()):
-                raise SkillctlError(f"the job's input archive holds an unsafe member {m.name!r}")
+                raise StagingError(f"the job's input archive holds an unsafe member {m.name!r}")
         tar.extractall(dest, **tar_data_filter())
     return sorted(dest / name for name in {m.name.split("/")[0] for m in members})
 

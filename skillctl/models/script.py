@@ -34,7 +34,7 @@ from typing import Any, Sequence
 from skillctl.errors import ConfigError, ModelError
 from skillctl.yamlfile import read_yaml
 from skillctl.messages import Message, ToolCall
-from skillctl.models._schema import schema_problems, summarize
+from skillctl.schema import schema_problems, summarize
 from skillctl.protocols import ModelReply, ToolSpec
 
 SHELL_TOOL = "shell"

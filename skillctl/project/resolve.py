@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from skillctl.errors import SkillctlError, TrustError
+from skillctl.errors import LockError, SkillctlError, TrustError
 from skillctl.project.lock import Lock, LockedSkill
 from skillctl.project.sources import ProjectSources, source_record
 from skillctl.project.spec import Entry, Project
@@ -107,7 +107,7 @@ def lock_project(
     if not isinstance(upgrade, bool):
         unknown = sorted(set(upgrade) - set(project.entries))
         if unknown:
-            raise SkillctlError(f"{project.path}: no skill named {', '.join(unknown)} (declared: {', '.join(sorted(project.entries)) or 'none'})")
+            raise LockError(f"{project.path}: no skill named {', '.join(unknown)} (declared: {', '.join(sorted(project.entries)) or 'none'})")
     old_by_name = previous.by_name() if previous is not None else {}
     locked: list[LockedSkill] = []
     for name in sorted(project.entries):
@@ -120,7 +120,7 @@ def lock_project(
             continue
         pin = sources.get(spec.kind).resolve(spec, prereleases=project.prereleases)
         if pin.name != name:
-            raise SkillctlError(f"{project.path}: skills.{name} resolved to a skill named {pin.name!r}; "
+            raise LockError(f"{project.path}: skills.{name} resolved to a skill named {pin.name!r}; "
                                 f"the entry's name must be the skill's name")
         new = LockedSkill.from_pin(pin, requested=entry.requested, source=record)
         if old is not None and (old.tar_digest, old.revision, old.version) == (new.tar_digest, new.revision, new.version):

@@ -42,8 +42,8 @@ CREATE TABLE IF NOT EXISTS signatures (
 
 
 class SignatureTable:
-    """The signature half of ``LocalRegistry`` (which provides ``conn``, ``_tx``,
-    ``resolve_record`` and ``url``)."""
+    """The signature half of ``LocalRegistry`` (which provides ``conn`` — returning
+    ``sqlite3.Row``s —, ``_tx``, ``resolve_record`` and ``url``)."""
 
     conn: sqlite3.Connection
     url: str
@@ -59,7 +59,7 @@ class SignatureTable:
             "SELECT envelope FROM signatures WHERE skill_id = ? AND public = ? AND digest = ? ORDER BY created_at, rowid",
             (rec.skill_id, public, rec.digest),
         )
-        return [bytes(r[0]) for r in rows]
+        return [bytes(r["envelope"]) for r in rows]
 
     def attach_signature(self, skill: ResolvedSkill, envelope: bytes) -> str:
         label = f"{skill.name}@{skill.version}"
@@ -83,10 +83,10 @@ class SignatureTable:
     def _verify_signatures(self) -> list[Problem]:
         """Each kept envelope must still hash to the digest it is kept under."""
         problems = []
-        for skill_id, public, env_digest, envelope in self.conn.execute(
+        for row in self.conn.execute(
             "SELECT skill_id, public, envelope_digest, envelope FROM signatures ORDER BY skill_id, public, envelope_digest"
         ):
-            actual = sha256_digest(bytes(envelope))
-            if actual != env_digest:
-                problems.append(Problem("error", "signature", f"{skill_id} {public}: signature {env_digest[:19]}… hashes to {actual[:19]}…"))
+            actual, kept = sha256_digest(bytes(row["envelope"])), row["envelope_digest"]
+            if actual != kept:
+                problems.append(Problem("error", "signature", f"{row['skill_id']} {row['public']}: signature {kept[:19]}… hashes to {actual[:19]}…"))
         return problems

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from skillctl.bundle import BUNDLE, sha256_digest
-from skillctl.errors import IntegrityError, SkillctlError, UnsupportedError
+from skillctl.errors import IntegrityError, RegistryError, SkillctlError, UnsupportedError
 from skillctl.protocols import SIGN, Registry, RegistryReader
 from skillctl.registry.prepare import prepare_artifact_bytes
 from skillctl.registry.records import MirroredFrom, VersionRecord
@@ -106,7 +106,7 @@ def copy_skills(
     """Copy what ``ref`` selects from ``source`` to ``target``; a version that cannot be copied
     is reported as "failed" with its one-line reason and the others still go."""
     if source.url == target.url:
-        raise SkillctlError(f"--from and --to are the same registry ({source.url}); nothing to copy")
+        raise RegistryError(f"--from and --to are the same registry ({source.url}); nothing to copy")
     out: list[CopyResult] = []
     for rec in source_versions(source, ref, prereleases=prereleases):
         try:

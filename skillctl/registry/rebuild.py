@@ -38,7 +38,8 @@ from skillctl.bundle import BundleLimits, sha256_digest
 from skillctl.errors import SkillctlError, VersionError
 from skillctl.fsutil import fsync_dir
 from skillctl.registry.blobfile import NotRegularFile, read_regular
-from skillctl.registry.local import INDEX, LOST_FOUND, insert_version, new_index
+from skillctl.registry.local_blobs import LOST_FOUND
+from skillctl.registry.local_index import INDEX, insert_version, new_index
 from skillctl.registry.prepare import PreparedBundle, prepare_bundle_bytes
 from skillctl.versioning import SemVer
 

@@ -55,10 +55,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
 
 from skillctl.errors import ConfigError
 from skillctl.runtime.shell_view import plain_view
+from skillctl.schema import schema_problems
 from skillctl.yamlfile import read_yaml
 
 Decision = Literal["allow", "ask", "deny"]
@@ -253,7 +254,7 @@ class ApprovalPolicy:
         """Build a policy from parsed YAML; ``ConfigError`` names ``source`` and each problem."""
         if data is None:
             data = {}
-        problems = _schema_problems(data)
+        problems = schema_problems(data, POLICY_SCHEMA, wording=_wording)
         if problems:
             raise ConfigError(f"{source}: {'; '.join(problems)}")
         rules: list[Rule] = []
@@ -274,28 +275,23 @@ class ApprovalPolicy:
         return cls.from_mapping(data, source=str(p))
 
 
-def _schema_problems(data: Any) -> list[str]:
-    """Every schema problem as ``place: what is wrong``, in document order."""
-    out = []
-    errors = sorted(Draft202012Validator(POLICY_SCHEMA).iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
-    for err in errors:
-        place = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p) for i, p in enumerate(err.absolute_path))
-        if err.validator == "enum":
-            what = f"{err.instance!r} is not one of {', '.join(err.validator_value)}"
-        elif err.validator == "additionalProperties":
-            known = err.schema.get("properties", {})
-            extra = [k for k in err.instance if k not in known]
-            what = f"unknown key {', '.join(map(repr, extra))} (allowed: {', '.join(known)})"
-        elif err.validator == "required":
-            what = f"missing {', '.join(repr(k) for k in err.validator_value if k not in err.instance)}"
-        elif err.validator == "type":
-            what = f"must be {'a mapping' if err.validator_value == 'object' else 'a list' if err.validator_value == 'array' else 'a ' + str(err.validator_value)}"
-        elif err.validator == "minLength":
-            what = "must not be empty"
-        else:
-            what = err.message
-        out.append(f"{place or 'top level'}: {what}")
-    return out
+def _wording(err: ValidationError) -> tuple[list[Any], str]:
+    """The policy's words (the key stays in the place: ``rules[0].action: 'x' is not one of …``)."""
+    if err.validator == "enum":
+        what = f"{err.instance!r} is not one of {', '.join(err.validator_value)}"
+    elif err.validator == "additionalProperties":
+        known = err.schema.get("properties", {})
+        extra = [k for k in err.instance if k not in known]
+        what = f"unknown key {', '.join(map(repr, extra))} (allowed: {', '.join(known)})"
+    elif err.validator == "required":
+        what = f"missing {', '.join(repr(k) for k in err.validator_value if k not in err.instance)}"
+    elif err.validator == "type":
+        what = f"must be {'a mapping' if err.validator_value == 'object' else 'a list' if err.validator_value == 'array' else 'a ' + str(err.validator_value)}"
+    elif err.validator == "minLength":
+        what = "must not be empty"
+    else:
+        what = err.message
+    return list(err.absolute_path), what
 
 
 class Approver:

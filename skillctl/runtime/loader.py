@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Sequence
 
 from skillctl.bundle import DEFAULT_MTIME, BundleContents, read_artifact, sha256_digest
 from skillctl.bundle.canonical import canonical_tar, sorted_entries
-from skillctl.errors import IntegrityError, SkillctlError
+from skillctl.errors import IntegrityError, LoadError
 from skillctl.protocols import ResolvedSkill, Sandbox, Store
 from skillctl.runtime.catalog import DEFAULT_BUDGET_CHARS, CatalogEntry, render_catalog
 
@@ -62,7 +62,7 @@ def resolve_all(store: Store, refs: Sequence[str | ResolvedSkill]) -> list[Resol
     for ref in refs:
         rs = ref if isinstance(ref, ResolvedSkill) else store.resolve(ref)
         if rs.name in seen and seen[rs.name] != rs.version:
-            raise SkillctlError(f"skill {rs.name} requested twice with different versions ({seen[rs.name]} and {rs.version}); keep one")
+            raise LoadError(f"skill {rs.name} requested twice with different versions ({seen[rs.name]} and {rs.version}); keep one")
         if rs.name not in seen:
             seen[rs.name] = rs.version
             resolved.append(rs)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from skillctl.errors import MemoryInUseError, SkillctlError
+from skillctl.errors import MemoryInUseError, RunMemoryError
 from skillctl.runtime.staging import extract_outputs, folder_tar
 
 MEMORY_DIR = "/memory"  # where the agent finds it (a container path; the local backend maps it)
@@ -70,10 +70,10 @@ class Memory:
         if is_path(ref):
             folder = Path(ref).expanduser().absolute()
             if folder.exists() and not folder.is_dir():
-                raise SkillctlError(f"memory {ref} is a file, not a folder; name a folder")
+                raise RunMemoryError(f"memory {ref} is a file, not a folder; name a folder")
             return cls(str(ref), folder)
         if not NAME_RE.match(str(ref)):
-            raise SkillctlError(
+            raise RunMemoryError(
                 f"memory name {str(ref)!r} is not valid: use letters, digits, '.', '_' or '-' (up to 64), "
                 "or a folder path such as ./notes"
             )
@@ -90,7 +90,7 @@ class Memory:
             self.folder.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise SkillctlError(f"cannot use memory {self.name} at {self.folder}: {exc.strerror or exc}") from None
+            raise RunMemoryError(f"cannot use memory {self.name} at {self.folder}: {exc.strerror or exc}") from None
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -139,7 +139,7 @@ class Memory:
                 raise
             shutil.rmtree(old, ignore_errors=True)
         except OSError as exc:
-            raise SkillctlError(f"cannot update memory {self.name} in {self.folder}: {exc.strerror or exc}") from None
+            raise RunMemoryError(f"cannot update memory {self.name} in {self.folder}: {exc.strerror or exc}") from None
         finally:
             if new.exists():
                 shutil.rmtree(new, ignore_errors=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from skillctl.errors import SkillctlError
+from skillctl.errors import StagingError
 
 if TYPE_CHECKING:
     from skillctl.bundle.tarscan import TarScanner
@@ -39,7 +39,7 @@ class _Packer:
             self._folder(top, arc_base)
         for item in items:
             if item.is_symlink():
-                raise SkillctlError(f"{self.what}: {item} is a symbolic link; copy the file itself")
+                raise StagingError(f"{self.what}: {item} is a symbolic link; copy the file itself")
             rel = "" if item == top else item.relative_to(top).as_posix()
             arc = "/".join(part for part in (arc_base, rel) if part)
             if item.is_dir():
@@ -57,7 +57,7 @@ class _Packer:
     def _file(self, path: Path, arc: str) -> None:
         self.total += path.stat().st_size
         if self.total > self.max_bytes:
-            raise SkillctlError(f"{self.what} exceed {self.max_bytes >> 20} MiB; stage less or use a smaller sample")
+            raise StagingError(f"{self.what} exceed {self.max_bytes >> 20} MiB; stage less or use a smaller sample")
         info = self.tar.gettarinfo(str(path), arcname=arc)
         info.uid = info.gid = 0
         info.uname = info.gname = ""
@@ -74,10 +74,10 @@ def inputs_tar(paths: Sequence[Path]) -> bytes:
         packer = _Packer(tar, "inputs", MAX_INPUT_BYTES)
         for p in paths:
             if not p.exists():
-                raise SkillctlError(f"input {p} does not exist")
+                raise StagingError(f"input {p} does not exist")
             base = p.resolve().name
             if base in names:
-                raise SkillctlError(f"two inputs are named {base}; rename one")
+                raise StagingError(f"two inputs are named {base}; rename one")
             names.add(base)
             packer.add_tree(p, base)
     return buf.getvalue()
@@ -178,7 +178,7 @@ def extract_outputs(archive: bytes | Iterable[bytes], dest: Path, *, max_bytes: 
     stage: Path | None = None
     try:
         if root.exists() and not merge:
-            raise SkillctlError(f"cannot copy the sandbox's output into {dest}: it exists and is not a folder")
+            raise StagingError(f"cannot copy the sandbox's output into {dest}: it exists and is not a folder")
         for folder in reversed([root.parent, *root.parent.parents]):
             if not folder.exists():
                 folder.mkdir()
@@ -194,9 +194,9 @@ def extract_outputs(archive: bytes | Iterable[bytes], dest: Path, *, max_bytes: 
             stage = None
         created.clear()
     except Refused as refused:
-        raise SkillctlError(f"the sandbox's output is not an archive skillctl accepts: {refused}") from None
+        raise StagingError(f"the sandbox's output is not an archive skillctl accepts: {refused}") from None
     except OSError as exc:
-        raise SkillctlError(f"cannot copy the sandbox's output into {dest}: {exc.strerror or exc}") from None
+        raise StagingError(f"cannot copy the sandbox's output into {dest}: {exc.strerror or exc}") from None
     finally:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
@@ -217,7 +217,7 @@ def _unpack(scanner: "TarScanner", stage: Path, max_bytes: int, max_files: int) 
     while (header := scanner.next_member()) is not None:
         entries += 1
         if entries > max_files:
-            raise SkillctlError(f"the sandbox's output has more than {max_files} entries; the limit is {max_files}")
+            raise StagingError(f"the sandbox's output has more than {max_files} entries; the limit is {max_files}")
         rel, why = _output_path(header.path)
         target = stage / rel
         if not why and rel and not is_within_directory(stage, target):
@@ -238,7 +238,7 @@ def _unpack(scanner: "TarScanner", stage: Path, max_bytes: int, max_files: int) 
                 continue
             total += written[first]
             if total > max_bytes:
-                raise SkillctlError(f"the sandbox's output exceeds {max_bytes >> 20} MiB; copy less out")
+                raise StagingError(f"the sandbox's output exceeds {max_bytes >> 20} MiB; copy less out")
             target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
             shutil.copyfile(stage / first, target, follow_symlinks=False)
             shutil.copymode(stage / first, target)
@@ -252,7 +252,7 @@ def _unpack(scanner: "TarScanner", stage: Path, max_bytes: int, max_files: int) 
             continue
         total += header.size
         if total > max_bytes:
-            raise SkillctlError(f"the sandbox's output exceeds {max_bytes >> 20} MiB; copy less out")
+            raise StagingError(f"the sandbox's output exceeds {max_bytes >> 20} MiB; copy less out")
         target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "wb") as fh:
@@ -280,12 +280,12 @@ def _merge(stage: Path, root: Path) -> None:
         for name in folders:
             there = root / rel / name
             if there.is_symlink() or (there.exists() and not there.is_dir()):
-                raise SkillctlError(f"cannot copy the sandbox's output: {there} is in the way of a folder")
+                raise StagingError(f"cannot copy the sandbox's output: {there} is in the way of a folder")
             folders_to_make.append(there)
         for name in files:
             there = root / rel / name
             if there.is_dir() and not there.is_symlink():
-                raise SkillctlError(f"cannot copy the sandbox's output: the folder {there} is in the way of a file")
+                raise StagingError(f"cannot copy the sandbox's output: the folder {there} is in the way of a file")
             moves.append((Path(here) / name, there))
     for there in folders_to_make:  # parents first (os.walk goes top-down); empty ones too
         there.mkdir(mode=0o755, exist_ok=True)

@@ -22,6 +22,7 @@ from skillctl.protocols import ExecResult, Sandbox, ToolSpec
 from skillctl.runtime.deadline import Deadline
 from skillctl.runtime.output_budget import OutputBudget
 from skillctl.runtime.stops import Cancelled
+from skillctl.schema import schema_problems, summarize, validator
 from skillctl.sandbox.output import format_result
 
 DEFAULT_TIMEOUT_MS = 60_000
@@ -55,11 +56,6 @@ class Tool:
         return ToolSpec(self.name, self.description, self.parameters)
 
 
-def _schema_error(err: jsonschema.ValidationError) -> str:
-    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path) or "arguments"
-    return f"{where.lstrip('.')}: {err.message}"
-
-
 class ToolBox:
     def __init__(self, tools: Sequence[Tool]) -> None:
         names = [t.name for t in tools]
@@ -86,10 +82,10 @@ class ToolBox:
             args = call.parsed_arguments()
         except ValueError as exc:
             return ToolOutcome(f"error: arguments of {call.name} are not valid JSON ({exc}). Nothing was run.", ok=False)
-        errors = sorted(self._validators[call.name].iter_errors(args), key=lambda e: list(map(str, e.absolute_path)))
+        # jsonschema's own sentences: the model reads them, and knows them in that form
+        errors = schema_problems(args, self._validators[call.name], wording=validator, top="arguments")
         if errors:
-            listed = "; ".join(_schema_error(e) for e in errors[:5])
-            return ToolOutcome(f"error: invalid arguments for {call.name}: {listed}. Nothing was run.", ok=False)
+            return ToolOutcome(f"error: invalid arguments for {call.name}: {summarize(errors)}. Nothing was run.", ok=False)
         return tool.procedure(args)
 
 

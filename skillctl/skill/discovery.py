@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from skillctl.fsutil import lstat_is
 from skillctl.skill.diagnostics import Diagnostic
 
 MAX_SEARCH_DEPTH = 6
@@ -167,7 +168,7 @@ def _search(root: Path, shown: str, excludes: Excludes, limits: SearchLimits) ->
                 found.append(Found(child, str(child)))
             elif level + 1 < limits.depth:
                 queue.append((child, child_rel, level + 1))
-            elif any(n not in SKIPPED_FOLDERS and _is_subfolder(child / n) for n in names):
+            elif any(n not in SKIPPED_FOLDERS and lstat_is(child / n, stat.S_ISDIR) for n in names):
                 too_deep.append(child_rel)
         if stopped:
             break
@@ -225,10 +226,3 @@ def owning_skills(paths: Sequence[Path], max_levels: int = MAX_SEARCH_DEPTH + 2)
                     out.append(folder)
                 break
     return out
-
-
-def _is_subfolder(path: Path) -> bool:
-    try:
-        return stat.S_ISDIR(path.lstat().st_mode)
-    except OSError:
-        return False

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import jsonschema
 
 from skillctl.errors import ConfigError
+from skillctl.schema import schema_problems, validator
 
 if TYPE_CHECKING:
     from skillctl.trust.keys import PublicKey
@@ -47,16 +48,16 @@ def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(schema)
 
 
-def _where(error: jsonschema.ValidationError) -> str:
-    return "trust" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+def _wording(error: jsonschema.ValidationError) -> tuple[list[Any], str]:
+    path, what = validator(error)
+    return path, _MESSAGES.get((error.validator, str(error.validator_value)), what)
 
 
 def parse_policy(doc: Any, where: str) -> TrustPolicy:
     """A ``trust:`` section as written, or ConfigError naming every problem in it."""
-    errors = sorted(_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+    errors = schema_problems(doc, _validator(), wording=_wording, prefix="trust")
     if errors:
-        details = "; ".join(f"{_where(e)}: {_MESSAGES.get((e.validator, str(e.validator_value)), e.message)}" for e in errors)
-        raise ConfigError(f"{where}: invalid trust policy: {details}")
+        raise ConfigError(f"{where}: invalid trust policy: {'; '.join(errors)}")
     keys = tuple(doc.get("keys", ()))
     audit = doc.get("audit")
     return TrustPolicy(keys, bool(doc.get("require_signatures", bool(keys))), audit["fail_on"] if audit else None)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from skillctl.bundle import read_bundle, sha256_digest
-from skillctl.errors import BundleError, IntegrityError, SkillctlError
+from skillctl.errors import BundleError, IntegrityError, LoadError
 from skillctl.protocols import ResolvedSkill
 from skillctl.registry.local import LocalRegistry
 from skillctl.project.registry_lock import lock_skills, resolve_locked
@@ -174,7 +174,7 @@ def test_the_same_skill_twice_with_different_versions_is_refused(tmp_path):
     with LocalRegistry(tmp_path / "reg") as reg:
         for version in ("1.0.0", "1.1.0"):
             reg.publish(prepare_folder(write_skill(tmp_path / f"src-{version}", "twice", version)))
-        with pytest.raises(SkillctlError) as err:
+        with pytest.raises(LoadError) as err:
             resolve_all(reg, ["twice@1.0.0", "twice@^1.1"])
         assert str(err.value).count("\n") == 0
         assert "twice" in str(err.value) and "1.0.0" in str(err.value) and "1.1.0" in str(err.value)
@@ -187,7 +187,7 @@ def test_duplicate_versions_are_refused_before_the_sandbox_is_touched(tmp_path, 
         for version in ("1.0.0", "2.0.0"):
             reg.publish(prepare_folder(write_skill(tmp_path / f"src-{version}", "dup", version)))
         reg.publish(prepare_folder(write_skill(tmp_path / "src", "aaa-before")))
-        with pytest.raises(SkillctlError, match="dup requested twice"):
+        with pytest.raises(LoadError, match="dup requested twice"):
             load_skills(["aaa-before", "dup@1.0.0", "dup@2.0.0"], reg, fresh_sandbox)
     assert fresh_sandbox.exec("ls -A /skills").stdout == ""
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from bundle.archives import M, tar_bytes
 
-from skillctl.errors import SkillctlError
+from skillctl.errors import SkillctlError, StagingError
 from skillctl.runtime.loader import load_skills
 from skillctl.runtime.prompt import system_prompt
 from skillctl.runtime.staging import extract_outputs, inputs_tar
@@ -161,5 +161,5 @@ def test_inputs_with_a_link_are_refused_and_folders_keep_their_name(tmp_path: Pa
         assert tar.getnames() == ["project", "project/sub", "project/sub/a.txt"]
         assert {m.name: (m.uid, m.mode) for m in tar.getmembers()}["project/sub/a.txt"] == (0, 0o644)
     (folder / "sub" / "link").symlink_to("/etc/passwd")
-    with pytest.raises(SkillctlError, match=r"inputs: .*project/sub/link is a symbolic link; copy the file itself"):
+    with pytest.raises(StagingError, match=r"inputs: .*project/sub/link is a symbolic link; copy the file itself"):
         inputs_tar([folder])

@@ -18,7 +18,7 @@ from bundle.archives import M, files_tar, tar_bytes
 from click.testing import CliRunner
 
 from skillctl.cli import cli
-from skillctl.errors import MemoryInUseError, SkillctlError
+from skillctl.errors import MemoryInUseError, RunMemoryError, SkillctlError
 from skillctl.runtime import RunSpec, run
 from skillctl.runtime import memory as memory_module
 from skillctl.runtime.memory import INDEX_CHARS, INDEX_LINES, Memory, list_memories
@@ -57,7 +57,7 @@ def test_names_live_in_the_user_data_folder_and_paths_are_themselves(isolated, t
     assert Memory.locate("./notes").folder == tmp_path / "notes"
     assert Memory.locate(tmp_path / "abs").folder == tmp_path / "abs"
     for bad in ("a b", "-x", "x" * 65, ""):
-        with pytest.raises(SkillctlError, match="is not valid: use letters, digits"):
+        with pytest.raises(RunMemoryError, match="is not valid: use letters, digits"):
             Memory.locate(bad)
     (tmp_path / "file").write_text("x")
     with pytest.raises(SkillctlError, match="is a file, not a folder"):

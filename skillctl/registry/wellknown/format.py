@@ -112,11 +112,8 @@ def _validator(part: str) -> Any:
 
 def schema_errors(doc: Any) -> list[str]:
     """Every way ``doc`` breaks the discovery schema, as ``path: message`` lines."""
-    out = []
-    for err in sorted(_validator("index").iter_errors(doc), key=lambda e: list(map(str, e.absolute_path))):
-        where = "/".join(str(p) for p in err.absolute_path) or "(document)"
-        out.append(f"{where}: {err.message}")
-    return out
+    from skillctl.schema import schema_problems, validator
+    return schema_problems(doc, _validator("index"), wording=validator)
 
 
 # ---------------------------------------------------------------------------- documents
@@ -200,17 +197,18 @@ def parse_index(body: bytes, index_url: str, warn: Callable[[str], None]) -> dic
     warnings = _Warnings(warn, index_url)
     out: dict[str, IndexEntry] = {}
     seen: set[str] = set()
-    validator = _validator("entry")
+    from skillctl.schema import schema_problems, summarize, validator
+
+    check = _validator("entry")
     for i, item in enumerate(skills):
         label = f"skills[{i}]" + (f" ({item['name']!r})" if isinstance(item, dict) and isinstance(item.get("name"), str) else "")
         kind = item.get("type") if isinstance(item, dict) else None
         if isinstance(kind, str) and kind not in ENTRY_TYPES:
             warnings(f"{label} skipped: unknown type {kind[:40]!r} (this client reads {', '.join(ENTRY_TYPES)})")
             continue
-        error = next(iter(validator.iter_errors(item)), None)
-        if error is not None:
-            field = "/".join(str(p) for p in error.absolute_path)
-            warnings(f"{label} skipped: {field + ': ' if field else ''}{error.message[:160]}")
+        errors = schema_problems(item, check, wording=validator, top="entry")
+        if errors:
+            warnings(f"{label} skipped: {summarize(errors, most=3)[:480]}")
             continue
         url = urljoin(index_url, item["url"])
         if urlsplit(url).scheme not in ("http", "https"):

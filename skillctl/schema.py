@@ -1,19 +1,37 @@
-"""JSON Schema problems as short, person-facing lines.
+"""JSON Schema problems as one line each, located: the one place skillctl words them.
 
-jsonschema's own messages quote whole instances ("{'answer': 42} is not valid under any of the
-given schemas"); an author needs the place and the rule instead: ``steps[2]: 'answer' must be a
-string``. Every problem is reported, not only the first (an author fixes them in one go).
+Every problem is reported, not only the first (an author fixes them in one go), ordered by
+place (list items by number), each as ``place: what is wrong`` with the place written ``steps[2].shell[0]``
+(``format_path``); ``summarize`` puts several on one capped line.
 
-A schema may carry ``"x-message"`` on any subschema: it is used for problems that have no
-better wording of their own (``oneOf``, ``not``…).
+What is wrong is worded by a *wording*, a function of the error:
+
+- ``plain`` (the default), for files people write: jsonschema's own messages quote whole
+  instances ("{'answer': 42} is not valid under any of the given schemas"); an author needs the
+  rule instead: ``steps[2]: 'answer' must be a string``. A schema may carry ``"x-message"`` on
+  any subschema: it is used for problems that have no better wording of their own (``oneOf``,
+  ``not``…).
+- ``validator``, jsonschema's own sentence (``5 is less than the minimum of 1``): for tool
+  arguments a model sends, which models know in that form, and for formats whose readers
+  expect it.
+
+A caller with words of its own for a few rules passes a wording that falls back on one of these.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Protocol
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
+
+
+class _Validator(Protocol):
+    def iter_errors(self, instance: Any) -> Iterable[ValidationError]: ...
+
+
+# (path to print, what is wrong there) for one error.
+Wording = Callable[[ValidationError], "tuple[list[Any], str]"]
 
 _TYPE_WORDS = {
     "string": "a string",
@@ -28,12 +46,15 @@ _TYPE_WORDS = {
 MAX_REPORTED = 6
 
 
-def format_path(parts: Iterable[Any]) -> str:
-    """``["steps", 2, "shell", 0]`` → ``steps[2].shell[0]``; the empty path is the top level."""
+def format_path(parts: Iterable[Any], top: str = "top level", *, pointer: bool = False) -> str:
+    """``["steps", 2, "shell", 0]`` → ``steps[2].shell[0]`` (``pointer``: ``steps/2/shell/0``,
+    as a JSON Pointer without its leading slash); the empty path is ``top``."""
+    if pointer:
+        return "/".join(map(str, parts)) or top
     out = ""
     for p in parts:
         out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
-    return out or "top level"
+    return out or top
 
 
 def _nearest_message(error: ValidationError) -> str | None:
@@ -45,8 +66,13 @@ def _nearest_message(error: ValidationError) -> str | None:
     return None
 
 
-def _describe(error: ValidationError) -> tuple[list[Any], str]:
-    """(path to print, what is wrong there)."""
+def validator(error: ValidationError) -> tuple[list[Any], str]:
+    """jsonschema's own sentence, at the error's place."""
+    return list(error.absolute_path), error.message
+
+
+def plain(error: ValidationError) -> tuple[list[Any], str]:
+    """Our words for the rules authors meet, at the mapping that holds the key concerned."""
     path = list(error.absolute_path)
     kind, want = error.validator, error.validator_value
     # A problem with a named key reads better from the mapping that holds it.
@@ -84,22 +110,33 @@ def _describe(error: ValidationError) -> tuple[list[Any], str]:
     return where, custom or error.message
 
 
-def schema_problems(instance: Any, schema: dict[str, Any]) -> list[str]:
-    """Every problem of ``instance`` against ``schema``, as ``path: what is wrong`` lines,
-    in document order. Empty when the instance is valid."""
-    validator = Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p).zfill(8) for p in e.absolute_path])
+def schema_problems(
+    instance: Any,
+    schema: dict[str, Any] | _Validator,
+    *,
+    wording: Wording = plain,
+    top: str = "top level",
+    prefix: str = "",
+    pointer: bool = False,
+) -> list[str]:
+    """Every problem of ``instance`` against ``schema`` (a schema, or a validator built once by
+    the caller), as ``place: what is wrong`` lines ordered by place; empty when it is valid.
+    ``top`` names the place of the whole document; ``prefix`` is where the document itself
+    sits in a larger one (``trust`` gives ``trust.keys``); ``pointer`` writes places as
+    ``rules/0/id``, for formats documented that way."""
+    check = Draft202012Validator(schema) if isinstance(schema, dict) else schema
+    errors = sorted(check.iter_errors(instance), key=lambda e: [str(p).zfill(8) for p in e.absolute_path])
     lines: list[str] = []
     for err in errors:
-        path, what = _describe(err)
-        line = f"{format_path(path)}: {what}"
+        path, what = wording(err)
+        line = f"{format_path([prefix, *path] if prefix else path, top, pointer=pointer)}: {what}"
         if line not in lines:
             lines.append(line)
     return lines
 
 
-def summarize(problems: list[str]) -> str:
+def summarize(problems: list[str], most: int = MAX_REPORTED) -> str:
     """Several problems on one line, capped so a wholly wrong file does not flood the terminal."""
-    shown = "; ".join(problems[:MAX_REPORTED])
-    more = len(problems) - MAX_REPORTED
+    shown = "; ".join(problems[:most])
+    more = len(problems) - most
     return shown + (f"; and {more} more" if more > 0 else "")
