@@ -132,7 +132,7 @@ def test_the_marked_blocks_run_as_written(page, tmp_path) -> None:
 # (or its own layer's leaves, or its own package); the exceptions are the ones the page names.
 # skillctl.mcp spans two layers, so its modules are placed one by one.
 LAYERS = [
-    {"messages", "tokens", "versioning", "yamlfile", "fsutil", "nesting", "lazy", "words", "errors", "__version__"},
+    {"messages", "tokens", "versioning", "yamlfile", "fsutil", "nesting", "lazy", "words", "schema", "errors", "__version__"},
     {"protocols"},
     {"skill"},
     {"bundle"},
