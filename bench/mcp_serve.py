@@ -45,7 +45,9 @@ from pydantic import TypeAdapter
 from skillctl.bundle import read_artifact
 from skillctl.mcp.hosts import serve_args, skillctl_launcher
 from skillctl.registry.local import LocalRegistry
-from skillctl.registry.prepare import prepare_folder
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "lib"))
+from bench_registry import make_registry  # noqa: E402 - the shared benchmark registry
 
 REPO = Path(__file__).resolve().parents[1]
 _ANY = TypeAdapter(dict[str, Any])
@@ -55,25 +57,8 @@ class _PageRequest(types.Request[types.PaginatedRequestParams, str]):
     pass
 
 
-def make_registry(root: Path, n: int) -> Path:
-    reg = LocalRegistry(root / "registry")
-    for i in range(n):
-        folder = root / "src" / f"skill-{i:04}"
-        (folder / "scripts").mkdir(parents=True)
-        (folder / "references").mkdir()
-        (folder / "SKILL.md").write_text(
-            f"---\nname: skill-{i:04}\ndescription: Benchmark skill number {i}; use it when benchmarking MCP servers.\n"
-            f"metadata:\n  version: \"1.{i % 5}.0\"\n---\n\n# Skill {i}\n\nRun scripts/run.py; see references/notes.md.\n"
-            + "Some instructions. " * 50,
-            "utf-8",
-        )
-        (folder / "scripts" / "run.py").write_text("#!/usr/bin/env python3\nprint('ok')\n" + f"# {i}\n" * 40, "utf-8")
-        (folder / "scripts" / "run.py").chmod(0o755)
-        (folder / "references" / "notes.md").write_text(f"Notes for skill {i}.\n" * 20, "utf-8")
-        reg.publish(prepare_folder(folder))
-        if (i + 1) % 250 == 0:
-            print(f"  published {i + 1}/{n}", file=sys.stderr)
-    reg.close()
+def _registry_path(root: Path, n: int) -> Path:
+    make_registry(root, n, "benchmarking MCP servers").close()
     return root / "registry"
 
 
@@ -160,7 +145,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="skillctl-bench-mcp-"))
     try:
         print(f"publishing {args.skills} skills to a folder registry (setup)", file=sys.stderr)
-        registry = make_registry(tmp, args.skills)
+        registry = _registry_path(tmp, args.skills)
         name = f"skill-{args.skills // 2:04}"
         folder_times, runs = [], []
         for _ in range(args.reps):

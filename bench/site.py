@@ -26,35 +26,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from skillctl.registry.local import LocalRegistry
 from skillctl.project.registry_lock import install_locked, lock_skills
-from skillctl.registry.prepare import prepare_folder
 from skillctl.registry.wellknown import WellKnownRegistry
 from skillctl.registry.wellknown.site import build_site
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "lib"))
+from bench_registry import make_registry  # noqa: E402 - the shared benchmark registry
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from wellknown.server import SiteServer  # noqa: E402 - the tests' static server
-
-
-def make_registry(root: Path, n: int) -> LocalRegistry:
-    reg = LocalRegistry(root / "registry")
-    for i in range(n):
-        folder = root / "src" / f"skill-{i:04}"
-        (folder / "scripts").mkdir(parents=True)
-        (folder / "references").mkdir()
-        (folder / "SKILL.md").write_text(
-            f"---\nname: skill-{i:04}\ndescription: Benchmark skill number {i}; use it when benchmarking skill sites.\n"
-            f"metadata:\n  version: \"1.{i % 5}.0\"\n---\n\n# Skill {i}\n\nRun scripts/run.py; see references/notes.md.\n"
-            + "Some instructions. " * 50,
-            "utf-8",
-        )
-        (folder / "scripts" / "run.py").write_text("#!/usr/bin/env python3\nprint('ok')\n" + f"# {i}\n" * 40, "utf-8")
-        (folder / "scripts" / "run.py").chmod(0o755)
-        (folder / "references" / "notes.md").write_text(f"Notes for skill {i}.\n" * 20, "utf-8")
-        reg.publish(prepare_folder(folder))
-        if (i + 1) % 200 == 0:
-            print(f"  published {i + 1}/{n}", file=sys.stderr)
-    return reg
 
 
 def main() -> int:
@@ -66,7 +46,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="skillctl-bench-site-"))
     try:
         print(f"publishing {args.skills} skills to a folder registry (setup)", file=sys.stderr)
-        registry = make_registry(tmp, args.skills)
+        registry = make_registry(tmp, args.skills, "benchmarking skill sites")
         t0 = time.perf_counter()
         report = build_site(tmp / "site", registry)
         build_s = time.perf_counter() - t0
@@ -78,7 +58,7 @@ def main() -> int:
         assert again.written == (), "an unchanged registry must change no byte"
         step = max(1, args.skills // args.install)
         wanted = {f"skill-{i:04}": "^1" for i in range(0, step * args.install, step)}
-        k = len(wanted.skills)
+        k = len(wanted)
         site_times, folder_times, requests = [], [], 0
         with SiteServer(tmp / "site") as server:
             for rep in range(args.reps):

@@ -21,7 +21,6 @@ The same records as every registry, where the extension carries them:
 from __future__ import annotations
 
 import shlex
-import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -120,13 +119,6 @@ class McpRegistry(ReadOnlyRegistry):
         if self._client is not None:
             client, self._client = self._client, None
             client.__exit__(None, None, None)
-
-    def warn(self, message: str) -> None:
-        self.warnings.append(message)
-        if self._warn is not None:
-            self._warn(message)
-        else:
-            print(f"warning: {message}", file=sys.stderr)
 
     @property
     def client(self) -> "McpClient":

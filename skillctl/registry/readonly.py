@@ -10,7 +10,8 @@ the default answers that this registry keeps none.
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from typing import Any, Callable
 
 from skillctl.errors import UnsupportedError
 from skillctl.protocols import ResolvedSkill
@@ -21,6 +22,16 @@ class ReadOnlyRegistry:
 
     capabilities: frozenset[str] = frozenset()
     url: str
+    warnings: list[str]  # what a remote registry said that did not stop a read, for callers to show
+    _warn: Callable[[str], None] | None = None
+
+    def warn(self, message: str) -> None:
+        """Keep ``message`` and hand it to the ``warn`` callback the backend was given, else stderr."""
+        self.warnings.append(message)
+        if self._warn is not None:
+            self._warn(message)
+        else:
+            print(f"warning: {message}", file=sys.stderr)
 
     def _refuse(self, operation: str) -> UnsupportedError:
         return UnsupportedError(

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from skillctl.cli import cli
+from cli_results import run_in
 
 
 def skill_folder(root: Path, name: str, body: str = "data\n") -> Path:
@@ -27,16 +27,7 @@ def skill_folder(root: Path, name: str, body: str = "data\n") -> Path:
     return folder
 
 
-def run(where: Path, *args: str, ok: bool = True) -> Result:
-    old = os.getcwd()
-    os.chdir(where)
-    try:
-        result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    finally:
-        os.chdir(old)
-    assert "Traceback" not in result.output
-    assert (result.exit_code == 0) == ok, result.output
-    return result
+run = run_in
 
 
 def error_line(result: Result) -> str:

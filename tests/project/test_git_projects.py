@@ -6,16 +6,14 @@ history refused by `install --frozen`, `outdated` and `update` following the ref
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from skillctl.cli import cli
 from skillctl.project.marker import MARKER
 from sources.git_servers import Repo, skill_md
+from cli_results import run_in
 
 FILES = {"README.md": b"# superpowers\n", "skills/brainstorming/SKILL.md": skill_md("brainstorming", version="1.0.0"),
          "skills/brainstorming/notes.md": b"first\n", "skills/other/SKILL.md": skill_md("other")}
@@ -33,16 +31,7 @@ def upstream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Repo:
     return repo
 
 
-def run(where: Path, *args: str, ok: bool = True) -> Result:
-    old = os.getcwd()
-    os.chdir(where)
-    try:
-        result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    finally:
-        os.chdir(old)
-    assert "Traceback" not in result.output
-    assert (result.exit_code == 0) == ok, result.output
-    return result
+run = run_in
 
 
 def test_a_git_skill_from_add_to_a_teammates_sync_and_through_history_rewrites(upstream: Repo, tmp_path: Path,

@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import sys
 from typing import Callable
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
@@ -151,13 +150,6 @@ class WellKnownRegistry(ReadOnlyRegistry):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def warn(self, message: str) -> None:
-        self.warnings.append(message)
-        if self._warn is not None:
-            self._warn(message)
-        else:
-            print(f"warning: {message}", file=sys.stderr)
 
     # ------------------------------------------------------------------ documents
 
