@@ -96,8 +96,12 @@ def publish(paths: tuple[Path, ...], version: str | None, sign_key: Path | None,
         reg, url = _open_for_dry_run(registry_url)
         if reg is None and fmt == "text":
             progress(f"no registry at {url} yet: publish would create it")
-        planned = plan_publish(prepare_each(inputs, version=version, profile=profile), reg)
-        show_plan(planned, fmt, {"registry": url, "registry_exists": reg is not None})
+        try:
+            planned = plan_publish(prepare_each(inputs, version=version, profile=profile), reg)
+            show_plan(planned, fmt, {"registry": url, "registry_exists": reg is not None})
+        finally:
+            if reg is not None:
+                reg.close()  # the index's -wal file goes with its last connection: a dry run leaves no trace
         return
     key = None
     if sign_key is not None:  # a bad key is refused before anything is published
