@@ -100,7 +100,7 @@ def _catalog(registry_url: str | None, project_dir: Path | None, folder: Path | 
     if project_dir is not None:
         return _project_catalog(project_dir)
     opened = registry_opener(registry_url)
-    return catalogs.registry_catalog(registry_url, all_versions=all_versions, opener=lambda _url: opened(), progress=progress)
+    return catalogs.registry_catalog(registry_url, all_versions=all_versions, opener=lambda _url: opened())
 
 
 def _project_catalog(project_dir: Path):

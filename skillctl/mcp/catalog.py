@@ -141,8 +141,7 @@ class Catalog:
 # ---------------------------------------------------------------------------- the three kinds
 
 
-def registry_catalog(url: str | None, *, all_versions: bool = False, opener: Callable[[str | None], Any] | None = None,
-                     progress: Callable[[str], None] | None = None) -> Catalog:
+def registry_catalog(url: str | None, *, all_versions: bool = False, opener: Callable[[str | None], Any] | None = None) -> Catalog:
     """The skills of the registry at ``url`` (default: the default registry)."""
     state: dict[str, Any] = {}
 
@@ -159,8 +158,6 @@ def registry_catalog(url: str | None, *, all_versions: bool = False, opener: Cal
             for v in reg.versions(record.name):
                 served.append(Served(f"{VERSIONS_PREFIX}/{v.version}/{record.name}", record.name, all_versions and not v.yanked,
                                      _registry_loader(reg, record.name, v.version), v.version))
-        if progress is not None:
-            progress(f"serving {sum(1 for s in served if s.path == s.name)} skills from {reg.url}")
         return sorted(served, key=lambda s: (s.path.startswith(VERSIONS_PREFIX + "/"), s.path))
 
     return Catalog(open_all, label=url or "the default registry", on_close=lambda: state["reg"].close() if "reg" in state else None)
