@@ -12,7 +12,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
-from skillctl.audit import allowlist, blobs, packages, pyflow, sources, unicode
+from skillctl.audit import allowlist, archives, blobs, packages, pyflow, sources, unicode
 from skillctl.audit.model import AuditReport, Finding, Rule, Severity
 from skillctl.audit.ruleset import Matcher, RuleSet
 from skillctl.audit.sources import SkillSource
@@ -30,7 +30,9 @@ _INVISIBLE = re.compile(
 
 
 _SKILL_PATH = re.compile(
-    r"(?:^|/)(?:skills/(?:(?P<a>[\w.-]{1,64})(?:/|$)|$)|\.\./(?P<b>[\w.-]{1,64})/(?:skill\.md|scripts/|references/|assets/))",
+    r"(?:^|/)(?:skills/(?:(?P<a>[\w.-]{1,64})(?:/|$)|$)|\.\./(?P<b>[\w.-]{1,64})/(?:skill\.md|scripts/|references/|assets/))"
+    # A wildcard or a variable where the skill's name goes (skills/*/SKILL.md, skills/{}/) is every skill.
+    r"|(?:^|/)skills/(?:\*|\{|%s|\$)|(?:^|/)\.(?:claude|agents|codex|cursor|gemini|copilot|openclaw)/skills/?$",
     re.IGNORECASE,
 )
 
@@ -71,6 +73,8 @@ class _Run:
         """A path into the skills folder, or into a skill other than the one audited."""
         for m in _SKILL_PATH.finditer(text):
             named = (m.group("a") or m.group("b") or "").lower()
+            if m.group("a") is None and m.group("b") is None:
+                return True  # every skill, or the skills folder itself
             if not named or named not in self.own_names:
                 return True
         return False
@@ -209,7 +213,7 @@ def _scan_text(run: _Run, file: TextFile) -> None:
         line, column = file.position(pk.offset)
         run.analyzer(pk.analyzer, file.path, line, column, pk.evidence, pk.detail)
     if kind == "python":
-        result = pyflow.analyze(file.text, lambda s: _is_secret(run.rules, s), run.is_foreign_skill)
+        result = pyflow.analyze(file.text, lambda s: _secret_signal(run.rules, s), run.is_foreign_skill)
         for h in result.hits:
             run.analyzer(h.analyzer, file.path, h.line, h.column, h.evidence, h.detail)
         for name, line, column, evidence in result.signals:
@@ -221,10 +225,20 @@ def _with_more(f: Finding) -> Finding:
     return replace(f, detail=f"{f.detail}; {note}" if f.detail else note)
 
 
-def _is_secret(rules: RuleSet, text: str) -> bool:
+# Signals whose patterns, found in a Python string constant, make what is read from it a secret.
+# Not secret-file: a .env value sent as an API key is how every integration is written (its
+# uploads are caught by the line and webhook combinations instead).
+SECRET_SIGNALS = ("credential-read",)
+
+
+def _secret_signal(rules: RuleSet, text: str) -> str | None:
+    """The secret signal a string constant raises (a key file's path, a .env file), or None."""
     lowered = text.lower()
-    return any(s.matcher.kinds and any(k in lowered for k in s.matcher.keywords) and s.matcher.regex.search(text)
-               for s in rules.signals if s.id == "credential-read")
+    for s in rules.signals:
+        if s.id in SECRET_SIGNALS and s.matcher.kinds and any(k in lowered for k in s.matcher.keywords) \
+                and s.matcher.regex.search(text):
+            return s.id
+    return None
 
 
 def _scan_blobs(run: _Run, file: TextFile) -> None:
@@ -241,6 +255,14 @@ def _scan_blobs(run: _Run, file: TextFile) -> None:
             what = "text" if blob.decoded is not None else "binary data"
             run.analyzer("blob.long", file.path, line, column, f"{blob.encoding} blob of {blob.length} characters",
                          f"decodes to {what}" + (f": {blob.decoded[:120]!r}" if blob.decoded else ""))
+
+
+def _scan_archive(run: _Run, path: str, data: bytes) -> None:
+    facts = archives.inspect(path, data)
+    for hit in facts.hits:
+        run.analyzer(hit.analyzer, path, 1, 1, hit.evidence, hit.detail)
+    for name, evidence in facts.signals:
+        run.signal(name, path, 1, 1, evidence)
 
 
 def _inner_findings(run: _Run, path: str, decoded: str) -> list[Finding]:
@@ -387,6 +409,9 @@ def audit_source(source: SkillSource, rules: RuleSet, *, use_allowlist: bool = T
             continue
         file = TextFile(path, data)
         run.kinds[path] = file.kind
+        if archives.is_archive(data):
+            _scan_archive(run, path, data)
+            continue
         if file.is_binary:
             if data.startswith(EXECUTABLE_MAGIC):
                 run.analyzer("files.executable", path, 1, 1, path, f"starts with {data[:4]!r}")

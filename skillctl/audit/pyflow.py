@@ -7,8 +7,9 @@ of taint and where they come from:
 
 - ``decoded``: base64/base32/base85/hex/zlib/gzip/bz2/lzma/marshal/pickle/rot13 decoders;
 - ``remote``: what a download returns (requests/httpx/urllib/urlopen…);
-- ``secret``: paths of credential files (the ``credential-read`` signal patterns of the rules,
-  applied to string constants) and the whole environment (``os.environ`` not indexed by a name).
+- ``secret``: paths of credential files (the ``credential-read`` and ``secret-file`` signal
+  patterns of the rules, applied to string constants: key files, .env files, wallet keystores)
+  and the whole environment (``os.environ`` not indexed by a name).
 
 - ``skill-path``: paths into another skill's folder (given by the caller, which knows the
   audited skill's own name).
@@ -17,8 +18,8 @@ Sinks: exec/eval/compile and process starts (decoded → ``python.decode-exec``,
 ``python.remote-exec``), network sends (secret → ``python.credential-flow``), DNS look-ups
 of built names (``python.dns-exfil``), and writes (open for writing, write_text, shutil copies)
 whose target is a skill path (``python.skill-write``). exec/eval of anything else computed is
-``python.dynamic-exec``. It also raises signals for combination rules: ``credential-read``,
-``network-send``, ``download`` and ``exec``. It over-approximates on purpose: a value is tainted
+``python.dynamic-exec``. It also raises signals for combination rules: ``credential-read`` or
+``secret-file`` (the one the constant matched), ``network-send``, ``download`` and ``exec``. It over-approximates on purpose: a value is tainted
 if any part of the expression that made it is.
 """
 
@@ -97,7 +98,7 @@ class _Analysis:
     """One pass collects what matters; taint then flows over precomputed summaries, so the
     cost is one walk of the tree plus a little per assignment, not a walk per question."""
 
-    def __init__(self, tree: ast.Module, lines: list[str], is_secret: Callable[[str], bool],
+    def __init__(self, tree: ast.Module, lines: list[str], is_secret: Callable[[str], str | None],
                  is_foreign_skill: Callable[[str], bool]) -> None:
         self.lines = lines
         self.is_secret = is_secret
@@ -108,11 +109,11 @@ class _Analysis:
         self.calls: list[ast.Call] = []
         self.assignments: list[tuple[list[ast.AST], ast.AST]] = []  # (targets, value) in source order
         self.receivers: list[ast.Call] = []  # x.write(...), x.append(...): the receiver takes the taint
-        self.secret_constants: list[ast.Constant] = []
+        self.secret_constants: list[tuple[ast.Constant, str]] = []  # with the signal each raises
         self._indexed_env: set[int] = set()  # os.environ nodes read by name (os.environ["X"], .get)
         self._static: dict[int, _Taint] = {}
         self._summary: dict[int, tuple[_Taint, frozenset[str]]] = {}
-        constants: dict[str, bool] = {}
+        constants: dict[str, str | None] = {}
         # Preorder, children in source order: statements are met in the order they run.
         stack: list[ast.AST] = [tree]
         while stack:
@@ -150,11 +151,11 @@ class _Analysis:
                 for c in node.comparators:
                     self._indexed_env.add(id(c))  # "NAME" in os.environ
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 4096:
-                secret = constants.get(node.value)
-                if secret is None:
-                    secret = constants[node.value] = self.is_secret(node.value)
+                if node.value not in constants:
+                    constants[node.value] = self.is_secret(node.value)
+                secret = constants[node.value]
                 if secret:
-                    self.secret_constants.append(node)
+                    self.secret_constants.append((node, secret))
             stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
     # ------------------------------------------------------------------ names
@@ -299,8 +300,8 @@ class _Analysis:
 
     def run(self, result: PyResult) -> None:
         self.propagate()
-        for node in self.secret_constants:
-            result.signals.append(("credential-read", node.lineno, node.col_offset + 1, self.snippet(node)))
+        for node, signal in self.secret_constants:
+            result.signals.append((signal, node.lineno, node.col_offset + 1, self.snippet(node)))
         for node in self.calls:
             name = self.call_name(node)
             line, col = node.lineno, node.col_offset + 1
@@ -330,7 +331,7 @@ class _Analysis:
                                              "the looked-up name is built from data"))
 
 
-def analyze(text: str, is_secret: Callable[[str], bool], is_foreign_skill: Callable[[str], bool] = lambda s: False) -> PyResult:
+def analyze(text: str, is_secret: Callable[[str], str | None], is_foreign_skill: Callable[[str], bool] = lambda s: False) -> PyResult:
     """Hits and signals for one Python source; a file that does not parse gives one hit."""
     result = PyResult()
     if len(text) > MAX_SOURCE_CHARS:

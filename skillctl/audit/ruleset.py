@@ -44,6 +44,7 @@ ANALYZERS = (
     "python.decode-exec", "python.remote-exec", "python.dynamic-exec", "python.credential-flow",
     "python.dns-exfil", "python.skill-write", "python.syntax-error",
     "blob.payload", "blob.long",
+    "archive.encrypted", "archive.executable", "archive.unreadable",
     "packages.lookalike", "packages.untrusted-source", "packages.unpinned", "packages.unpinned-vcs",
     "files.link", "files.executable", "files.truncated", "files.skipped",
     "allowlist.invalid", "allowlist.unused",
@@ -123,11 +124,13 @@ class RuleSet:
 
     def signal_ids(self) -> set[str]:
         ids = {s.id for s in self.signals} | {m.signal for m in self.matches if m.signal}
-        return ids | PYTHON_SIGNALS
+        return ids | PYTHON_SIGNALS | ARCHIVE_SIGNALS
 
 
 # Signals the Python analysis raises from syntax trees (see pyflow).
-PYTHON_SIGNALS = frozenset({"credential-read", "network-send", "download", "exec"})
+PYTHON_SIGNALS = frozenset({"credential-read", "secret-file", "network-send", "download", "exec"})
+# Signals the archive analysis raises from what an archive holds (see archives).
+ARCHIVE_SIGNALS = frozenset({"encrypted-archive", "archive-executable-hidden"})
 
 
 @lru_cache(maxsize=1)
