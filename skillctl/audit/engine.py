@@ -21,6 +21,7 @@ from skillctl.bundle.members import SKILL_FILE
 
 MAX_PER_RULE_AND_FILE = 10
 SCRIPT_KINDS = frozenset({"shell", "python", "powershell", "javascript"})
+_STATEMENT_END = re.compile(r"[.!?\u3002\uff01\uff1f](?=[\s\"')\]*_`\u201d\u2019]|$)")
 MAX_SIGNALS_PER_FILE = 50
 _EVIDENCE = 200
 _INVISIBLE = re.compile(
@@ -49,6 +50,7 @@ class _SignalHit:
     line: int
     column: int
     evidence: str
+    unit: int  # what a line-scope combination groups by: the offset its line, or its sentence in prose, starts at
 
 
 @dataclass
@@ -79,10 +81,10 @@ class _Run:
                 return True
         return False
 
-    def signal(self, name: str, path: str, line: int, column: int, evidence: str) -> None:
+    def signal(self, name: str, path: str, line: int, column: int, evidence: str, unit: int | None = None) -> None:
         hits = self.signals[name][path]
         if len(hits) < MAX_SIGNALS_PER_FILE:
-            hits.append(_SignalHit(path, line, column, printable(evidence, 120)))
+            hits.append(_SignalHit(path, line, column, printable(evidence, 120), line if unit is None else unit))
 
 
 def _evidence(file: TextFile, start: int, end: int) -> str:
@@ -113,6 +115,7 @@ class _Match:
     column: int
     evidence: str
     documentation: str | None = None  # why the text reads as documentation, not instructions
+    unit: int = 0  # the offset its statement starts at: its line, or its sentence in Markdown prose
 
 
 def _documentation(run: _Run, file: TextFile, start: int, line_start: int, line_end: int) -> str | None:
@@ -133,6 +136,11 @@ def _documentation(run: _Run, file: TextFile, start: int, line_start: int, line_
     prev_start = file.line_span(line_start - 1)[0] if line_start > 0 else line_start
     if run.rules.documentation.search(file.text, prev_start, line_end):
         return "presented as an example or an attack"
+    headings = run.rules.documentation_headings
+    if headings is not None and not file.in_code_block(start):
+        heading = file.heading_over(start)
+        if heading is not None and headings.search(heading):
+            return "under a heading that lists risks or attacks"
     return None
 
 
@@ -147,6 +155,10 @@ def _matches(run: _Run, matcher: Matcher, file: TextFile, *, documentation: bool
         if m and not _excluded(run, matcher, m, text):
             out.append(_Match(line, column, text.strip()[:_EVIDENCE]))
         return out
+    # Markdown prose is read a paragraph at a time: authors wrap sentences ("save this rule" /
+    # "to your memory") and a line-by-line match would miss them. Code blocks keep their lines. A
+    # line-scope combination meets in one sentence of prose, one line elsewhere.
+    file = paragraphs = file.prose
     if matcher.within == "html-comment":
         spans = _html_comments(file.text)
     elif matcher.keywords:
@@ -159,7 +171,7 @@ def _matches(run: _Run, matcher: Matcher, file: TextFile, *, documentation: bool
     for lo, hi in spans:
         for m in matcher.regex.finditer(file.text, lo, hi):
             line_start, line_end = file.line_span(m.start())
-            if matcher.unless is not None and matcher.unless.search(file.text, line_start, line_end):
+            if matcher.unless is not None and _unless(matcher, paragraphs, m.start()):
                 continue
             if _excluded(run, matcher, m, file.text):
                 continue
@@ -168,10 +180,21 @@ def _matches(run: _Run, matcher: Matcher, file: TextFile, *, documentation: bool
                 continue
             seen_lines.add(line)
             doc = _documentation(run, file, m.start(), line_start, line_end) if documentation and matcher.within == "file" else None
-            out.append(_Match(line, column, _evidence(file, m.start(), m.end()), doc))
+            out.append(_Match(line, column, _evidence(file, m.start(), m.end()), doc,
+                              paragraphs.statement_start(m.start())))
             if len(out) > MAX_PER_RULE_AND_FILE:
                 return out
     return out
+
+
+def _unless(matcher: Matcher, paragraphs: TextFile, offset: int) -> bool:
+    assert matcher.unless is not None
+    start, end = paragraphs.line_span(offset)
+    if matcher.unless_in == "statement" and paragraphs.kind == "markdown" and not paragraphs.in_code_block(offset):
+        start = paragraphs.statement_start(offset)
+        ends = [m.start() for m in (_STATEMENT_END.search(paragraphs.text, offset, end),) if m]
+        end = ends[0] + 1 if ends else end
+    return matcher.unless.search(paragraphs.text, start, end) is not None
 
 
 def _excluded(run: _Run, matcher: Matcher, m: re.Match[str], text: str) -> bool:
@@ -199,12 +222,12 @@ def _scan_text(run: _Run, file: TextFile) -> None:
                 level, detail = doc_level, f"reported at {doc_level}, not {mr.rule.severity}: the text is {hit.documentation}"
             run.add(mr.rule, file.path, hit.line, hit.column, hit.evidence, detail, level)
             if mr.signal and not hit.documentation:
-                run.signal(mr.signal, file.path, hit.line, hit.column, hit.evidence)
+                run.signal(mr.signal, file.path, hit.line, hit.column, hit.evidence, hit.unit)
     for sig in run.rules.signals:
         if sig.matcher.wanted(kind, present):
             for hit in _matches(run, sig.matcher, file):
                 if not hit.documentation:
-                    run.signal(sig.id, file.path, hit.line, hit.column, hit.evidence)
+                    run.signal(sig.id, file.path, hit.line, hit.column, hit.evidence, hit.unit)
     for hit in unicode.scan(file):
         line, column = file.position(hit.offset)
         run.analyzer(hit.analyzer, file.path, line, column, hit.evidence, hit.detail)
@@ -301,13 +324,26 @@ def _combinations(run: _Run) -> None:
         paths = set.intersection(*(set(p) for p in per_signal))
         for path in sorted(paths):
             if combo.scope == "line":
-                lines = set.intersection(*({h.line for h in p[path]} for p in per_signal))
-                for line in sorted(lines)[:MAX_PER_RULE_AND_FILE]:
-                    at = next(h for h in per_signal[-1][path] if h.line == line)
-                    run.add(combo.rule, path, line, at.column, at.evidence, "")
+                units = set.intersection(*({h.unit for h in p[path]} for p in per_signal))
+                if combo.ordered:
+                    units = {u for u in units if _in_order([[h for h in p[path] if h.unit == u] for p in per_signal])}
+                for unit in sorted(units)[:MAX_PER_RULE_AND_FILE]:
+                    at = next(h for h in per_signal[-1][path] if h.unit == unit)
+                    run.add(combo.rule, path, at.line, at.column, at.evidence, "")
             else:
                 at = per_signal[-1][path][0]
                 run.add(combo.rule, path, at.line, at.column, at.evidence, _combo_detail(combo.all_of, per_signal, path))
+
+
+def _in_order(hits: list[list[_SignalHit]]) -> bool:
+    """Whether one hit of each signal can be picked with each after the one before."""
+    at = (0, 0)
+    for group in hits:
+        later = [(h.line, h.column) for h in group if (h.line, h.column) > at]
+        if not later:
+            return False
+        at = min(later)
+    return True
 
 
 def _combo_detail(names: tuple[str, ...], per_signal: list[dict[str, list[_SignalHit]]], path: str | None) -> str:

@@ -60,6 +60,7 @@ class Matcher:
     within: str  # "file", "html-comment" or "description"
     unless: re.Pattern[str] | None  # a matched line that also matches this is not reported
     not_own_skill: str | None  # group naming a skill; matches naming the audited skill are ignored
+    unless_in: str = "statement"  # or "paragraph": where `unless` looks in Markdown prose
 
     def wanted(self, kind: str, present: frozenset[str]) -> bool:
         """Whether a file of ``kind`` holding the keywords ``present`` can match at all."""
@@ -86,6 +87,7 @@ class Combination:
     rule: Rule
     all_of: tuple[str, ...]
     scope: str  # "line", "file", "scripts" or "skill"
+    ordered: bool = False  # on one line: the signals occur in the order all_of lists them
 
 
 @dataclass
@@ -102,6 +104,7 @@ class RuleSet:
     sources: list[str] = field(default_factory=list)
     documentation: re.Pattern[str] | None = None  # markers of text that documents a technique
     documentation_severity: Severity = Severity.MEDIUM
+    documentation_headings: re.Pattern[str] | None = None  # headings over prose that lists risks
     _keywords: tuple[tuple[str, tuple[str, ...]], ...] | None = field(default=None, repr=False)
 
     def keywords_in(self, lowered: str) -> frozenset[str]:
@@ -162,7 +165,7 @@ def _matcher(spec: dict[str, Any], where: str, rs: RuleSet) -> Matcher:
     unless = _compile(_expand(spec["unless"], rs), case, f"{where} (unless)") if "unless" in spec else None
     kinds = frozenset(spec.get("files", sorted(TEXT_KINDS)))
     return Matcher(regex, tuple(k.lower() for k in spec.get("keywords", ())), kinds, spec.get("within", "file"),
-                   unless, not_own)
+                   unless, not_own, spec.get("unless_in", "statement"))
 
 
 def _add_file(rs: RuleSet, doc: Any, label: str) -> None:
@@ -200,11 +203,14 @@ def _add_file(rs: RuleSet, doc: Any, label: str) -> None:
         missing = [s for s in combo["all_of"] if s not in known]
         if missing:
             raise ConfigError(f"{label}: rule {rule.id}: unknown signal {missing[0]!r}; define it under signals:")
-        rs.combinations.append(Combination(rule, tuple(combo["all_of"]), combo.get("scope", "file")))
+        rs.combinations.append(Combination(rule, tuple(combo["all_of"]), combo.get("scope", "file"),
+                                           bool(combo.get("ordered", False))))
     if "documentation" in doc:
         spec = doc["documentation"]
         rs.documentation = _compile(spec["markers"], False, f"{label}: documentation markers")
         rs.documentation_severity = Severity.parse(spec.get("severity", "medium"))
+        if "headings" in spec:
+            rs.documentation_headings = _compile(spec["headings"], False, f"{label}: documentation headings")
     packages = doc.get("packages", {})
     for ecosystem in ("pypi", "npm"):
         names = {n.lower() for n in packages.get(ecosystem, ())}

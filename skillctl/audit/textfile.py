@@ -27,6 +27,12 @@ EXECUTABLE_MAGIC = (b"\x7fELF", b"MZ", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf",
 
 
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,20}|~{3,20})", re.MULTILINE)
+# A line break inside a Markdown paragraph: both lines hold text and the next one starts no block
+# of its own (heading, list item, quote, table row, fence, HTML, indented code).
+# Where a sentence ends in prose: a line-scope combination of prose signals asks for one sentence.
+_SENTENCE_END = re.compile(r"[.!?][\"')\]*_`\u201d\u2019]{0,3}[ \t]{1,8}(?=\S)|[\u3002\uff01\uff1f]")
+_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t][^\n]{0,300}", re.MULTILINE)
+_SOFT_BREAK = re.compile(r"(?<=\S)[ \t]{0,4}\n(?=[ \t]{0,3}(?![-*+>#|<`~ \t]|\d{1,9}[.)][ \t]|\n)\S)")
 _ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
 
@@ -59,6 +65,7 @@ class TextFile:
         self.is_binary = text is None
         self.text = text or ""
         self.kind = "binary" if text is None else kind_of(path, data)
+        self._file_line_starts: list[int] | None = None  # set on a prose view: the file's own lines
 
     @cached_property
     def lower(self) -> str:
@@ -81,6 +88,65 @@ class TextFile:
         return sorted(spans)
 
     @cached_property
+    def prose(self) -> TextFile:
+        """Markdown with each paragraph on one line, for rules about what the prose says: authors
+        wrap sentences ("save this rule" / "to your memory") and a line-by-line match would miss
+        them. Breaks become spaces, so offsets, and the lines ``position`` reports, stay those of
+        the file. Code blocks keep their lines. Any other kind is returned as it is."""
+        if self.kind != "markdown" or "\n" not in self.text:
+            return self
+        blocks = self._code_blocks
+        chars = list(self.text)
+        joined = 0
+        for m in _SOFT_BREAK.finditer(self.text):
+            start = self.line_span(m.start())[0]
+            if self.text[start:start + 4].lstrip()[:1] in ("#", "|"):
+                continue  # a heading or a table row ends where its line ends
+            if not self.in_code_block(m.start()) and not self.in_code_block(m.end()):
+                chars[m.end() - 1] = " "
+                joined += 1
+        if not joined:
+            return self
+        view = TextFile.__new__(TextFile)
+        view.path, view.data, view.is_binary, view.kind = self.path, self.data, False, self.kind
+        view.text = "".join(chars)
+        view._file_line_starts = self._line_starts
+        view.__dict__["_code_blocks"] = blocks  # the same blocks: fences keep their lines
+        view.__dict__["prose"] = view
+        return view
+
+    @cached_property
+    def _sentence_starts(self) -> list[int]:
+        if self.kind != "markdown":
+            return []
+        return [m.end() for m in _SENTENCE_END.finditer(self.text) if not self.in_code_block(m.start())]
+
+    def statement_start(self, offset: int) -> int:
+        """Where the statement holding ``offset`` starts: its line, or in Markdown prose its sentence."""
+        line_start = self.line_span(offset)[0]
+        starts = self._sentence_starts
+        index = bisect.bisect_right(starts, offset) - 1
+        return max(line_start, starts[index]) if index >= 0 else line_start
+
+    @cached_property
+    def _headings(self) -> list[tuple[int, str]]:
+        if self.kind != "markdown":
+            return []
+        return [(m.start(), m.group(0)) for m in _HEADING.finditer(self.text) if not self.in_code_block(m.start())]
+
+    def heading_over(self, offset: int) -> str | None:
+        """The nearest Markdown heading above ``offset``, if any."""
+        headings = self._headings
+        index = bisect.bisect_right(headings, (offset, "")) - 1
+        return headings[index][1] if index >= 0 else None
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """1-based (line, column) of a character offset, in the file's own lines."""
+        starts = self._file_line_starts or self._line_starts
+        index = bisect.bisect_right(starts, offset) - 1
+        return index + 1, offset - starts[index] + 1
+
+    @cached_property
     def _line_starts(self) -> list[int]:
         starts = [0]
         find = self.text.find
@@ -89,11 +155,6 @@ class TextFile:
             starts.append(pos + 1)
             pos = find("\n", pos + 1)
         return starts
-
-    def position(self, offset: int) -> tuple[int, int]:
-        """1-based (line, column) of a character offset."""
-        index = bisect.bisect_right(self._line_starts, offset) - 1
-        return index + 1, offset - self._line_starts[index] + 1
 
     def line_span(self, offset: int) -> tuple[int, int]:
         """Start and end offsets of the line holding ``offset`` (end excludes the newline)."""

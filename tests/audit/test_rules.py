@@ -100,6 +100,10 @@ def test_a_user_rules_file_adds_rules(tmp_path: Path) -> None:
      "unknown signal 'nope'"),
     ("schema: skillctl-audit-rules/1\nrules: [{id: ACME005, title: grp, severity: high, category: x1, why: 0123456789, fix: fixit, match: {pattern: 'skills/x', not_own_skill: skill}}]\n",
      "not_own_skill names group 'skill'"),
+    ("schema: skillctl-audit-rules/1\nrules: [{id: ACME006, title: unl, severity: high, category: x1, why: 0123456789, fix: fixit, match: {pattern: a, unless: b, unless_in: file}}]\n",
+     "rules/0/match/unless_in"),
+    ("schema: skillctl-audit-rules/1\nrules: [{id: ACME007, title: ord, severity: high, category: x1, why: 0123456789, fix: fixit, combination: {all_of: [download, network-send], scope: line, ordered: 'yes'}}]\n",
+     "rules/0/combination/ordered"),
     ("rules: []\n", "'schema' is a required property"),
     ("schema: [unclosed\n", "not valid YAML"),
 ])
