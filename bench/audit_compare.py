@@ -1,7 +1,10 @@
 """Side by side: ``skillctl audit`` and Cisco's ``skill-scanner`` on the same folders.
 
 Detection: the malicious-technique corpus (tests/data/audit-corpus), a skill counting as caught
-when the tool reports a high or critical finding for it, per technique. False alarms: benign
+when the tool reports a high or critical finding for it, per technique; then the held-out part
+of it (``heldout.yaml``: skills written without reading the rules, for the techniques of issue
+26), per category, with the benign look-alikes written beside them (a look-alike with a high or
+critical finding is a false alarm). False alarms: benign
 skills (the vendored real skills, plus any folders given with --benign, e.g. public skill
 repositories fetched into /tmp) with a high or critical finding. Speed: skills per minute of CPU
 time (skillctl in this process; skill-scanner as a child process, its CPU time from
@@ -20,7 +23,8 @@ keys or the network).
 they are safe (skill-scanner's repository ships one under ``evals/skills``).
 
 Prints Markdown tables, then the list of benign skills each tool alarmed on (to hand-check),
-then ``skillctl_detected=A/N cisco_detected=B/N skillctl_alarms=C/M cisco_alarms=D/M``.
+then ``skillctl_detected=A/N cisco_detected=B/N skillctl_heldout=E/H cisco_heldout=F/H
+skillctl_lookalike_alarms=G/L cisco_lookalike_alarms=I/L skillctl_alarms=C/M cisco_alarms=D/M``.
 """
 
 from __future__ import annotations
@@ -95,6 +99,21 @@ def main() -> None:
         print(f"| {tech} | {len(paths)} | {a} | {b} |")
     print(f"| **all** | {totals['n']} | {totals['a']} | {totals['b']} |\n")
 
+    heldout = yaml.safe_load((CORPUS / "heldout.yaml").read_text())
+    print("| held-out category | malicious | skillctl caught | cisco caught | look-alikes | skillctl alarms | "
+          "cisco alarms |\n| --- | --- | --- | --- | --- | --- | --- |")
+    for cat, names in heldout["malicious"].items():
+        bad = [str((CORPUS / n).resolve()) for n in names]
+        good = [str((CORPUS / n).resolve()) for n in heldout["benign"].get(cat, [])]
+        row = [sum(r.get(p, False) for p in group) for group in (bad, good) for r in (ours_corpus, cisco_corpus)]
+        for key, value in zip(("ha", "hb", "la", "lb"), row):
+            totals[key] += value
+        totals["hn"] += len(bad)
+        totals["ln"] += len(good)
+        print(f"| {cat} | {len(bad)} | {row[0]} | {row[1]} | {len(good)} | {row[2]} | {row[3]} |")
+    print(f"| **all** | {totals['hn']} | {totals['ha']} | {totals['hb']} | {totals['ln']} | {totals['la']} | "
+          f"{totals['lb']} |\n")
+
     if args.labelled:
         labels = {str(p.parent.resolve()): json.loads(p.read_text()).get("expected_safe", True)
                   for p in args.labelled.rglob("_expected.json")}
@@ -126,6 +145,8 @@ def main() -> None:
         for p in paths:
             print(f"  {p}")
     print(f"\nskillctl_detected={totals['a']}/{totals['n']} cisco_detected={totals['b']}/{totals['n']} "
+          f"skillctl_heldout={totals['ha']}/{totals['hn']} cisco_heldout={totals['hb']}/{totals['hn']} "
+          f"skillctl_lookalike_alarms={totals['la']}/{totals['ln']} cisco_lookalike_alarms={totals['lb']}/{totals['ln']} "
           f"skillctl_alarms={all_a}/{all_n} cisco_alarms={all_b}/{all_m}")
 
 

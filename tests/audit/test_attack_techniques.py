@@ -1,7 +1,7 @@
 """The techniques published attacks use (issue 26), one rule family each: each attack in a few
 wordings is caught at high or critical by the rule written for it, and the look-alike a
-legitimate skill writes stays below high. The held-out corpus (tests/data/audit-corpus-2) checks
-the same on skills written without looking at the rules."""
+legitimate skill writes stays below high. The held-out part of the corpus (heldout.yaml in
+tests/data/audit-corpus) checks the same on skills written without looking at the rules."""
 
 from __future__ import annotations
 
