@@ -163,3 +163,15 @@ def test_writes_in_a_run_are_seen_by_its_reads(oci_url: str, tmp_path: Path) -> 
         reg.set_yanked("demo@1.1.0", True)
         assert reg.resolve("demo@^1").version == "1.0.0"
         assert reg.resolve("demo@1.1.0").yanked
+
+
+def test_a_netrc_entry_for_the_host_is_neither_read_nor_sent(auth_server, ns: str, tmp_path: Path) -> None:
+    # requests would read ~/.netrc for every request and let it replace the client's credentials
+    (Path.home() / ".netrc").write_text("machine 127.0.0.1 login alice password not-the-password\n", "utf-8")
+    (Path.home() / ".netrc").chmod(0o600)
+    url = auth_server.url(ns)
+    with reader(url, username=USER, password=PASSWORD) as reg:
+        reg.publish(fresh(tmp_path, "demo", "1.0.0", "netrc"))
+        assert reg.resolve("demo@1.0.0").version == "1.0.0"
+    with pytest.raises(RegistryError, match="requires credentials"):
+        reader(url).resolve("demo@1.0.0")  # anonymous stays anonymous

@@ -151,6 +151,9 @@ class DistributionClient:
         adapter = DeadlineAdapter()
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
+        # requests would look each request's host up in ~/.netrc (a file read per request) and let
+        # what it finds replace the Authorization header chosen here; credentials come from auth only.
+        self.session.auth = _no_netrc
         self.session.headers["User-Agent"] = f"skillctl/{__version__}"
         # Blobs are gzip already; and nothing is inflated before the size caps see it.
         self.session.headers["Accept-Encoding"] = "identity"
@@ -620,6 +623,11 @@ def _pause(delay: float, deadline: float) -> bool:
         return False
     time.sleep(delay)
     return True
+
+
+def _no_netrc(request: requests.PreparedRequest) -> requests.PreparedRequest:
+    """The session's auth: changes nothing, and so keeps requests from consulting ~/.netrc."""
+    return request
 
 
 def _kind(url: str) -> str:
