@@ -41,6 +41,7 @@ to the exact shape above, and the config must agree with the manifest and the ta
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -203,11 +204,11 @@ def build(config: SkillConfig, created_at: int) -> tuple[bytes, SkillManifest]:
     return cfg, manifest
 
 
+_DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
+
+
 def _is_digest(value: Any) -> bool:
-    if not isinstance(value, str):
-        return False
-    algo, _, hexd = value.partition(":")
-    return algo == "sha256" and len(hexd) == 64 and all(c in "0123456789abcdef" for c in hexd)
+    return isinstance(value, str) and _DIGEST_RE.fullmatch(value) is not None
 
 
 def _descriptor(doc: Any, where: str) -> Descriptor:
