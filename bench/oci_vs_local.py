@@ -2,8 +2,9 @@
 ``docker-registry``, distribution 2.8, started here) against the folder registry, in one run.
 
 Publish = ``prepare_folder`` + ``publish`` of each skill (the bundles are packed once, before
-timing, so both sides time only the registry). Pull = a fresh client per pass (no caches)
-resolving ``NAME@^1`` and fetching the bundle, digest verified, for every skill. Each phase is
+timing, so both sides time only the registry). Pull = a fresh client per pass (no caches), used
+as one run (``with registry:``, as commands do), resolving ``NAME@^1`` and fetching the bundle,
+digest verified, for every skill. Each phase is
 run ``--reps`` times against fresh namespaces / folders, alternating OCI and local so machine
 noise hits both alike; medians are reported. The last line is
 ``oci_publish_ratio=A oci_pull_ratio=B`` (OCI time / folder time; larger means OCI is slower).
@@ -83,10 +84,9 @@ def main() -> int:
                 for ref in refs:
                     reg.fetch(reg.resolve(ref))
 
-            oci = OciRegistry.from_url(url, insecure=True)
-            times["oci_pull"].append(timed(lambda: pull(oci)))
-            requests_per_pull = oci.client.requests / len(bundles)
-            oci.close()
+            with OciRegistry.from_url(url, insecure=True) as oci:  # one run, as a command pulls
+                times["oci_pull"].append(timed(lambda: pull(oci)))
+                requests_per_pull = oci.client.requests / len(bundles)
             local = LocalRegistry(local_path)
             times["local_pull"].append(timed(lambda: pull(local)))
             local.close()

@@ -106,9 +106,9 @@ def pull(ref: str, out_dir: Path, prereleases: bool, force: bool, registry_url: 
     """Fetch a skill version, verify its digest and unpack it safely into DIR/NAME/ (-o/--output)."""
     from skillctl.bundle import read_artifact, write_contents
 
-    reg = open_registry_for_cli(registry_url)
-    rec = reg.resolve(ref, prereleases=prereleases)
-    data = reg.fetch(rec)
+    with open_registry_for_cli(registry_url) as reg:  # one run: fetch reuses what resolve read (an OCI pin: 2 requests)
+        rec = reg.resolve(ref, prereleases=prereleases)
+        data = reg.fetch(rec)
     contents = read_artifact(data, rec.artifact_type, expected_name=rec.name, source=f"{rec.name}@{rec.version}")
     folder = write_contents(contents, out_dir, overwrite=force)
     if fmt == "json":

@@ -8,11 +8,14 @@ server's manifest (the digest of the file list its entry declares, refused befor
 when the server now declares another). On an MCP server a skill is (server, URI): ``subdir`` holds
 the SKILL.md URI, the ref the spec resolves, so two skills with one name stay two. Registries are
 opened when first needed, once per URL, through the ``opener`` the caller hands in (the CLI's
-carries ``--insecure`` and credentials); ``close`` closes them.
+carries ``--insecure`` and credentials) and used as a run (``with registry:``: an OCI registry
+then lists each skill's tags once and reads each version's manifest once, so resolving a pin and
+fetching it is one manifest and one blob); ``close`` ends the runs and closes them.
 """
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import Any, Callable
 
 from skillctl.bundle import BUNDLE, BundleContents, read_artifact, sha256_digest
@@ -32,16 +35,16 @@ class RegistrySource:
 
         self._opener = opener
         self._open: dict[str, RegistryReader] = {}
+        self._runs = ExitStack()  # every registry opened here, entered: one command's work is one run
 
     def registry(self, url: str) -> RegistryReader:
         """The registry at ``url``, opened once."""
         if url not in self._open:
-            self._open[url] = self._opener(url)
+            self._open[url] = self._runs.enter_context(self._opener(url))
         return self._open[url]
 
     def close(self) -> None:
-        for reg in self._open.values():
-            reg.close()
+        self._runs.close()  # leaves each run, which closes its registry
         self._open.clear()
 
     # ------------------------------------------------------------------ Source
@@ -118,6 +121,12 @@ class Borrowed:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._registry, name)
+
+    def __enter__(self) -> "Borrowed":
+        return self  # the caller's registry is in whatever run its owner started
+
+    def __exit__(self, *exc: object) -> None:
+        pass
 
     def close(self) -> None:
         pass

@@ -23,3 +23,19 @@ def bundle(root: Path, name: str = "demo", version: str = "1.0.0", content: str 
     """A bundle of a fresh folder; ``content`` varies the bytes for the same version."""
     folder = write_skill(root / f"{name}-{version}-{len(content)}-{abs(hash(content))}", name, version, body=f"Run scripts/run.sh. {content}")
     return prepare_folder(folder)
+
+
+# The annotations skillctl added so that pulls need no config blob; manifests published before
+# carry none of them, and are still read (through their config).
+PULL_ANNOTATIONS = ("vnd.skillctl.id", "vnd.skillctl.digest", "vnd.skillctl.tar-digest")
+
+
+def as_older_skillctl_published(server, repo: str, tag: str) -> None:
+    """Rewrite ``repo:tag`` as an older skillctl published it: same config and layer, without
+    the pull annotations."""
+    import json
+
+    doc = json.loads(server.get_manifest(repo, tag))
+    for key in PULL_ANNOTATIONS:
+        doc["annotations"].pop(key)
+    server.put_manifest(repo, tag, doc)

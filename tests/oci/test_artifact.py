@@ -40,6 +40,10 @@ def test_manifest_layout_is_the_documented_one() -> None:
         "org.opencontainers.image.description": "Counts words; use it for tallies.",
         "org.opencontainers.image.title": "tally-1.2.3+b1",
         "org.opencontainers.image.version": "1.2.3+b1",
+        # what resolving needs besides the layer, so that a pull reads no config
+        "vnd.skillctl.id": "skill_" + "0" * 24,
+        "vnd.skillctl.digest": BUNDLE,
+        "vnd.skillctl.tar-digest": "sha256:" + "cd" * 32,
     }
     cfg = json.loads(cfg_bytes)
     assert cfg == {

@@ -13,7 +13,7 @@ from skillctl.errors import IntegrityError, NotFoundError, RegistryError
 from skillctl.registry.oci import OciRegistry
 
 from .conftest import PASSWORD, USER
-from .helpers import bundle
+from .helpers import as_older_skillctl_published, bundle
 from .proxy import AuthorizingProxy
 from .server import DistributionServer, free_port
 
@@ -161,10 +161,20 @@ def test_a_bundle_blob_that_does_not_match_its_digest_is_refused(oci: OciRegistr
     assert f"served blob {pub.digest[:19]}… of" in one_line(exc) and "refusing it" in str(exc.value)
 
 
-def test_a_tampered_config_blob_is_refused(oci: OciRegistry, registry_server, ns, tmp_path: Path) -> None:
+def test_a_tampered_config_blob_is_refused_wherever_it_is_read(oci: OciRegistry, registry_server, ns, tmp_path: Path) -> None:
     oci.publish(bundle(tmp_path, "demo", "1.0.0"))
     manifest = json.loads(registry_server.get_manifest(f"{ns}/demo", "1.0.0"))
     tamper(registry_server.blob_file(manifest["config"]["digest"]), 10)
+    reader = OciRegistry.from_url(oci.url, insecure=True)
+    # the full record (versions, show, the id lookups) comes from the config
+    for read in (lambda: reader.resolve_record("demo"), lambda: reader.versions("demo")):
+        with pytest.raises(IntegrityError, match="whose bytes hash to"):
+            read()
+    # resolve and pull take what they need from the manifest and read no config; verify finds it
+    assert reader.resolve("demo").version == "1.0.0"
+    assert [(p.kind, "hash" in p.message) for p in reader.verify()] == [("corrupt", True)]
+    # a manifest published before the pull annotations existed: resolve reads the config, and refuses it
+    as_older_skillctl_published(registry_server, f"{ns}/demo", "1.0.0")
     with pytest.raises(IntegrityError, match="whose bytes hash to"):
         OciRegistry.from_url(oci.url, insecure=True).resolve("demo")
 
@@ -172,10 +182,18 @@ def test_a_tampered_config_blob_is_refused(oci: OciRegistry, registry_server, ns
 def test_a_manifest_whose_config_names_another_bundle_is_refused(oci: OciRegistry, registry_server, ns, tmp_path: Path) -> None:
     a = oci.publish(bundle(tmp_path, "demo", "1.0.0", "a")).record
     oci.publish(bundle(tmp_path, "demo", "1.1.0", "b"))
-    # 1.1.0's config with 1.0.0's layer: each blob is intact, but they do not belong together
+    # 1.1.0's config and annotations with 1.0.0's layer: each blob is intact, but they do not belong together
     doc = json.loads(registry_server.get_manifest(f"{ns}/demo", "1.1.0"))
     doc["layers"][0].update(digest=a.digest, size=a.size)
     registry_server.put_manifest(f"{ns}/demo", "1.1.0", doc)
+    reader = OciRegistry.from_url(oci.url, insecure=True)
+    with pytest.raises(IntegrityError) as exc:
+        reader.resolve("demo@1.1.0")
+    assert "manifest annotations name bundle" in one_line(exc)
+    with pytest.raises(IntegrityError) as exc:
+        reader.resolve_record("demo@1.1.0")
+    assert "config names bundle" in one_line(exc)
+    as_older_skillctl_published(registry_server, f"{ns}/demo", "1.1.0")
     with pytest.raises(IntegrityError) as exc:
         OciRegistry.from_url(oci.url, insecure=True).resolve("demo@1.1.0")
     assert "config names bundle" in one_line(exc)

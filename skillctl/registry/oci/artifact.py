@@ -8,8 +8,10 @@ One OCI image manifest per version::
       "artifactType": "application/vnd.skillctl.skill.v1",
       "config": {"mediaType": "application/vnd.skillctl.skill.config.v1+json", ...},
       "layers": [{"mediaType": "application/vnd.skillctl.skill.layer.v1.tar+gzip", ...}],
-      "annotations": {"org.opencontainers.image.title": NAME, ".version": VERSION,
-                      ".description": ..., ".created": RFC 3339 publish time}
+      "annotations": {"org.opencontainers.image.title": NAME-VERSION, ".version": VERSION,
+                      ".description": ..., ".created": RFC 3339 publish time,
+                      "vnd.skillctl.id": ID, "vnd.skillctl.digest": BUNDLE_DIGEST,
+                      "vnd.skillctl.tar-digest": TAR_DIGEST}
     }
 
 The config blob is canonical JSON (sorted keys, no spaces, UTF-8) holding the record: id, name,
@@ -26,6 +28,12 @@ lost by it: the bundle, its digest and the config are the same bytes wherever th
 only the manifest digest carries the time, and nothing pins manifest digests. Yanking adds the
 ``vnd.skillctl.yanked`` annotation to the manifest (same config and layer).
 
+The annotations carry everything a resolved version (``ResolvedSkill``) needs besides the layer
+descriptor, so resolving and pulling an exact pin reads the manifest and the layer, never the
+config (``resolved_from_annotations``). Manifests published before skillctl wrote the id and
+tar-digest annotations lack them; for those the config is read, as before. The full record
+(front matter, file list, mirror origin) is in the config only: ``versions`` and ``show`` read it.
+
 Everything read back is hostile until checked: sizes are capped before reading, JSON must parse
 to the exact shape above, and the config must agree with the manifest and the tag.
 """
@@ -33,6 +41,7 @@ to the exact shape above, and the config must agree with the manifest and the ta
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -40,7 +49,9 @@ from typing import Any
 from skillctl.bundle import sha256_digest
 from skillctl.errors import IntegrityError, RegistryError
 from skillctl.nesting import loads_json
+from skillctl.protocols import ResolvedSkill
 from skillctl.registry.records import MirroredFrom, VersionRecord
+from skillctl.registry.refs import SKILL_ID_RE
 from skillctl.versioning import SemVer
 
 ARTIFACT_TYPE = "application/vnd.skillctl.skill.v1"
@@ -64,6 +75,9 @@ ANN_DESCRIPTION = "org.opencontainers.image.description"
 ANN_CREATED = "org.opencontainers.image.created"
 ANN_YANKED = "vnd.skillctl.yanked"
 ANN_YANK_REASON = "vnd.skillctl.yank-reason"
+ANN_ID = "vnd.skillctl.id"
+ANN_DIGEST = "vnd.skillctl.digest"
+ANN_TAR_DIGEST = "vnd.skillctl.tar-digest"
 
 CONFIG_SCHEMA = 1
 # distribution 2.8 has no manifest size limit and newer registries use 4 MiB: a manifest of ours
@@ -181,16 +195,20 @@ def build(config: SkillConfig, created_at: int) -> tuple[bytes, SkillManifest]:
             ANN_VERSION: config.version,
             ANN_DESCRIPTION: config.description,
             ANN_CREATED: rfc3339(created_at),
+            # what resolving needs beyond the layer descriptor: pulls then skip the config blob
+            ANN_ID: config.skill_id,
+            ANN_DIGEST: config.digest,  # binds them to the layer, as the config's digest does
+            ANN_TAR_DIGEST: config.tar_digest,
         },
     )
     return cfg, manifest
 
 
+_DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
+
+
 def _is_digest(value: Any) -> bool:
-    if not isinstance(value, str):
-        return False
-    algo, _, hexd = value.partition(":")
-    return algo == "sha256" and len(hexd) == 64 and all(c in "0123456789abcdef" for c in hexd)
+    return isinstance(value, str) and _DIGEST_RE.fullmatch(value) is not None
 
 
 def _descriptor(doc: Any, where: str) -> Descriptor:
@@ -276,4 +294,35 @@ def record(cfg: SkillConfig, manifest: SkillManifest) -> VersionRecord:
         skill_id=cfg.skill_id, name=cfg.name, version=cfg.version, description=cfg.description, digest=cfg.digest,
         tar_digest=cfg.tar_digest, size=cfg.size, files=len(cfg.files), created_at=manifest.created_at,
         yanked=manifest.yanked, yank_reason=manifest.yank_reason, front_matter=cfg.front_matter, mirrored_from=cfg.mirrored_from,
+    )
+
+
+def resolved_from_annotations(manifest: SkillManifest, *, name: str, version: SemVer, where: str) -> ResolvedSkill | None:
+    """The version as ``resolve`` returns it, from the manifest alone; None when the manifest
+    lacks the id / tar-digest annotations (published by an older skillctl: read the config).
+    Checked as the config is: the annotations must name this skill and the tag's version, and
+    carry a well-formed id and digest; anything else is refused, never silently completed."""
+    ann = manifest.annotations
+    if not any(k in ann for k in (ANN_ID, ANN_DIGEST, ANN_TAR_DIGEST)):
+        return None
+    sid, digest, tar_digest, ver = ann.get(ANN_ID, ""), ann.get(ANN_DIGEST, ""), ann.get(ANN_TAR_DIGEST, ""), ann.get(ANN_VERSION, "")
+    if not SKILL_ID_RE.match(sid) or not _is_digest(digest) or not _is_digest(tar_digest) or ANN_DESCRIPTION not in ann:
+        raise RegistryError(
+            f"{where}: manifest annotations lack a valid {ANN_ID}, {ANN_DIGEST}, {ANN_TAR_DIGEST} or {ANN_DESCRIPTION}; refusing it"
+        )
+    if digest != manifest.layer.digest:
+        raise IntegrityError(
+            f"{where}: manifest annotations name bundle {digest[:19]}… but the manifest's layer is {manifest.layer.digest[:19]}…; refusing it"
+        )
+    try:
+        same = SemVer.parse(ver).same_as(version)
+    except Exception:  # noqa: BLE001 - any unparsable version is the same refusal
+        same = False
+    if not same:
+        raise IntegrityError(f"{where}: manifest annotations are for version '{ver[:40]}', not the tag's {version}; refusing it")
+    if ann.get(ANN_TITLE) != f"{name}-{ver}":
+        raise IntegrityError(f"{where}: manifest title '{ann.get(ANN_TITLE, '')[:60]}' is not skill '{name}' at {ver}; refusing it")
+    return ResolvedSkill(
+        id=sid, name=name, version=ver, description=ann[ANN_DESCRIPTION], digest=manifest.layer.digest, tar_digest=tar_digest,
+        size=manifest.layer.size, yanked=manifest.yanked,
     )

@@ -33,8 +33,24 @@ The work of one command is bounded: listings by the client's limits, and tags (o
 repositories) that are listed but answer 404 by ``MAX_MISSING`` per command — a registry listing
 200,000 tags whose manifests are gone would otherwise cost a request each.
 
-Every pulled blob is verified: the manifest against its digest, the config against the manifest
-and the tag, the bundle against the digest the caller resolved.
+Every pulled blob is verified: the manifest against its digest, the config (or, for ``resolve``,
+the manifest's annotations) against the manifest and the tag, the bundle against the digest the
+caller resolved.
+
+**Requests.** An exact pin (``NAME@1.2.3``) reads the version's manifest by its tag, without
+listing tags (only when that spelling is absent are the tags listed, for a version published as
+``1.2.3+build``); ``resolve`` takes the record from the manifest's annotations, so it reads no
+config blob (manifests of an older skillctl lack them: then it does). A connection pool per
+registry (the client's session) serves every skill.
+
+**Runs.** Inside ``with registry:`` (one command's work: ``skillctl pull``, an install, a run) the
+registry takes one view of the repositories it reads: each skill's tag list and each version's
+manifest are read at most once, so a range resolves with one listing however often it is asked,
+and ``fetch`` after ``resolve`` reads only the bundle — an exact pin is one manifest and one blob.
+Outside a run every call reads afresh (a long-lived holder such as ``serve`` sees a yank at once),
+and ``fetch`` re-reads the tag, refusing a resolved version whose tag has moved since. Writes
+(publish, yank, signatures) always read afresh and drop what the run kept of that repository; a
+run's ``fetch`` whose kept manifest names another bundle reads the tag again before refusing.
 """
 
 from __future__ import annotations
@@ -46,7 +62,7 @@ import time
 from typing import Any, Callable, TypeVar
 
 from skillctl.bundle import BundleLimits, sha256_digest
-from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError, UnsupportedError
+from skillctl.errors import ImmutableVersionError, IntegrityError, NotFoundError, RegistryError, UnsupportedError, VersionError
 from skillctl.protocols import PUBLISH, SIGN, YANK, ResolvedSkill
 from skillctl.registry.oci import artifact
 from skillctl.registry.oci.auth import find_credentials
@@ -111,6 +127,11 @@ class OciRegistry:
         self.client = client
         self._configs: dict[str, bytes] = {}  # config blobs by digest: content-addressed, safe to keep
         self._names_by_id: dict[str, str] = {}
+        # What a run (``with registry:``) has read, by repository: not content-addressed, so kept
+        # only until the run ends (see the module docstring).
+        self._runs = 0
+        self._tag_lists: dict[str, list[str] | None] = {}
+        self._manifests: dict[tuple[str, str], tuple[artifact.SkillManifest, bytes] | None] = {}
         self._max_bundle = BundleLimits().max_bundle_size
         self._depth = 0
         self._missing = 0
@@ -149,13 +170,27 @@ class OciRegistry:
         return f"OciRegistry({self.url!r})"
 
     def close(self) -> None:
+        self._end_run()
         self.client.close()
 
     def __enter__(self) -> "OciRegistry":
+        """Start a run: reads are kept until it ends (the module docstring says what for)."""
+        self._runs += 1
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _end_run(self) -> None:
+        self._runs = 0
+        self._tag_lists.clear()
+        self._manifests.clear()
+
+    def _forget(self, repo: str) -> None:
+        """Drop what the run kept of ``repo``: it is being written."""
+        self._tag_lists.pop(repo, None)
+        for key in [k for k in self._manifests if k[0] == repo]:
+            del self._manifests[key]
 
     # ------------------------------------------------------------------ reading
 
@@ -167,23 +202,33 @@ class OciRegistry:
                 f"that answer 'not found' (the last: {what}); it is inconsistent or hostile — stopping instead of asking for each"
             )
 
-    def _tags(self, name: str) -> list[tuple[SemVer, str]]:
-        """(version, tag) for every version tag of ``name``, newest first."""
+    def _tags(self, name: str, *, fresh: bool = False) -> list[tuple[SemVer, str]]:
+        """(version, tag) for every version tag of ``name``, newest first; inside a run listed
+        once (unless ``fresh``)."""
         repo = self.location.repository(name)
-        listed = self.client.tags(repo)
+        if self._runs and not fresh and repo in self._tag_lists:
+            listed = self._tag_lists[repo]
+        else:
+            listed = self.client.tags(repo)
+            if self._runs:
+                self._tag_lists[repo] = listed
         if listed is None:
             self._note_missing(repo)
             listed = []
         out = [(v, t) for t in listed if (v := tag_version(t)) is not None]
         return sorted(out, key=lambda vt: vt[0].order, reverse=True)
 
-    def _manifest(self, name: str, tag: str) -> tuple[artifact.SkillManifest, bytes] | None:
+    def _manifest(self, name: str, tag: str, *, fresh: bool = False) -> tuple[artifact.SkillManifest, bytes] | None:
+        """The manifest under ``tag`` (parsed, and its bytes), None if absent; inside a run
+        read once (unless ``fresh``)."""
         repo = self.location.repository(name)
+        if self._runs and not fresh and (repo, tag) in self._manifests:
+            return self._manifests[(repo, tag)]
         got = self.client.get_manifest(repo, tag, accept=artifact.ACCEPT_MANIFESTS, max_bytes=artifact.MAX_MANIFEST_BYTES)
-        if got is None:
-            return None
-        body, _ = got
-        return artifact.parse_manifest(body, f"{self.location.host}/{repo}:{tag}"), body
+        out = None if got is None else (artifact.parse_manifest(got[0], f"{self.location.host}/{repo}:{tag}"), got[0])
+        if self._runs:
+            self._manifests[(repo, tag)] = out
+        return out
 
     def _config(self, name: str, tag: str, manifest: artifact.SkillManifest) -> artifact.SkillConfig:
         repo = self.location.repository(name)
@@ -199,13 +244,27 @@ class OciRegistry:
         self._names_by_id.setdefault(cfg.skill_id, name)
         return cfg
 
-    def _record(self, name: str, tag: str) -> VersionRecord | None:
-        got = self._manifest(name, tag)
+    def _listed_manifest(self, name: str, tag: str, *, fresh: bool = False) -> artifact.SkillManifest | None:
+        got = self._manifest(name, tag, fresh=fresh)
         if got is None:  # the tag vanished between listing and reading (or never had a manifest)
             self._note_missing(f"{self.location.repository(name)}:{tag}")
             return None
-        manifest, _ = got
-        return artifact.record(self._config(name, tag, manifest), manifest)
+        return got[0]
+
+    def _record(self, name: str, tag: str, *, fresh: bool = False) -> VersionRecord | None:
+        manifest = self._listed_manifest(name, tag, fresh=fresh)
+        return None if manifest is None else artifact.record(self._config(name, tag, manifest), manifest)
+
+    def _resolved(self, name: str, tag: str, manifest: artifact.SkillManifest) -> ResolvedSkill:
+        """The version as ``resolve`` returns it: from the annotations, else from the config."""
+        version = tag_version(tag)
+        assert version is not None
+        where = f"{self.location.host}/{self.location.repository(name)}:{tag}"
+        got = artifact.resolved_from_annotations(manifest, name=name, version=version, where=where)
+        if got is None:  # published by a skillctl that did not annotate: the config has it
+            return artifact.record(self._config(name, tag, manifest), manifest).resolved()
+        self._names_by_id.setdefault(got.id, name)
+        return got
 
     def _name_for(self, ref: SkillRef) -> str:
         if ref.name:
@@ -228,50 +287,72 @@ class OciRegistry:
     def _not_found(self, ref: SkillRef) -> NotFoundError:
         return NotFoundError(f"no skill '{ref.subject}' in registry {self.url}; see: skillctl list --registry {self.url}")
 
-    @_command
-    def resolve_record(self, ref: str | SkillRef, *, prereleases: bool = False) -> VersionRecord:
-        r = parse_ref(ref) if isinstance(ref, str) else ref
+    def _pick(self, r: SkillRef, prereleases: bool) -> tuple[str, str, artifact.SkillManifest]:
+        """(name, tag, manifest) of the version ``r`` resolves to."""
         name = self._name_for(r)
+        exact = r.exact_version
+        if exact is not None:
+            try:
+                tag = version_tag(exact)
+            except VersionError:
+                tag = ""  # longer than a tag may be: nothing can be published under it
+            got = self._manifest(name, tag) if tag else None
+            if got is not None:  # the pin's own spelling: no listing
+                return name, tag, got[0]
+        # a range, or an exact pin published under another spelling of the version (1.0.0+b for 1.0.0)
         tags = self._tags(name)
         if not tags:
             raise self._not_found(r)
-        exact = r.exact_version
         if exact is not None:
             want = SemVer.parse(exact)
             for v, tag in tags:
-                if v.same_as(want):
-                    rec = self._record(name, tag)
-                    if rec is not None:
-                        return self._check_id(rec, r)
+                if v.same_as(want) and (manifest := self._listed_manifest(name, tag)) is not None:
+                    return name, tag, manifest
             raise NotFoundError(f"{name}@{exact} is not published in {self.url}; see: skillctl versions {name} --registry {self.url}")
         for v, tag in tags:
             if not r.range.matches(v, prereleases=prereleases):
                 continue
-            rec = self._record(name, tag)
-            if rec is not None and not rec.yanked:
-                return self._check_id(rec, r)
+            manifest = self._listed_manifest(name, tag)
+            if manifest is not None and not manifest.yanked:
+                return name, tag, manifest
         newest = ", ".join(str(v) for v, _ in tags[:8])
         raise NotFoundError(
             f"no version of {name} matches '{r.range}' in {self.url} (newest: {newest}; yanked versions match only by exact version)"
         )
 
-    @staticmethod
-    def _check_id(rec: VersionRecord, ref: SkillRef) -> VersionRecord:
-        if ref.skill_id and rec.skill_id != ref.skill_id:
-            raise NotFoundError(f"{rec.name}@{rec.version} has id {rec.skill_id}, not {ref.skill_id}")
+    @_command
+    def resolve_record(self, ref: str | SkillRef, *, prereleases: bool = False) -> VersionRecord:
+        r = parse_ref(ref) if isinstance(ref, str) else ref
+        name, tag, manifest = self._pick(r, prereleases)
+        rec = artifact.record(self._config(name, tag, manifest), manifest)
+        self._check_id(rec.skill_id, rec, r)
         return rec
+
+    @staticmethod
+    def _check_id(skill_id: str, rec: VersionRecord | ResolvedSkill, ref: SkillRef) -> None:
+        if ref.skill_id and skill_id != ref.skill_id:
+            raise NotFoundError(f"{rec.name}@{rec.version} has id {skill_id}, not {ref.skill_id}")
 
     @_command
     def resolve(self, ref: str, *, prereleases: bool = False, index_url: str = "") -> ResolvedSkill:
-        return self.resolve_record(ref, prereleases=prereleases).resolved()
+        """The version ``ref`` names, without reading its config when the manifest's annotations
+        carry the record (an exact pin: one manifest request)."""
+        r = parse_ref(ref)
+        name, tag, manifest = self._pick(r, prereleases)
+        got = self._resolved(name, tag, manifest)
+        self._check_id(got.id, got, r)
+        return got
 
     @_command
     def fetch(self, skill: ResolvedSkill) -> bytes:
         """The bundle bytes of ``skill``: the version's manifest must still name ``skill.digest``
-        (a tag moved since resolving is refused), and the bytes must hash to it."""
+        (a tag moved since resolving is refused; inside a run, the manifest the run read, read
+        again when it names another bundle), and the bytes must hash to it."""
         repo = self.location.repository(skill.name)
         tag = version_tag(skill.version)
         got = self._manifest(skill.name, tag)
+        if self._runs and (got is None or got[0].layer.digest != skill.digest):
+            got = self._manifest(skill.name, tag, fresh=True)  # what the run kept may be older than the caller's pin
         if got is None:
             raise NotFoundError(f"{skill.name}@{skill.version} is no longer in {self.url} (tag {tag} is gone)")
         manifest, _ = got
@@ -280,7 +361,7 @@ class OciRegistry:
                 f"{skill.name}@{skill.version}: tag {tag} in {self.url} now names bundle {manifest.layer.digest[:19]}…, "
                 f"not the resolved {skill.digest[:19]}…; refusing — the tag was moved"
             )
-        self._config(skill.name, tag, manifest)
+        self._resolved(skill.name, tag, manifest)  # the manifest must still be this skill's, at this version
         return self.client.get_blob(repo, skill.digest, size=manifest.layer.size, max_bytes=self._max_bundle)
 
     @_command
@@ -322,10 +403,10 @@ class OciRegistry:
         if bundle.size > self._max_bundle:
             raise RegistryError(f"{bundle.name}@{bundle.version}: bundle is {bundle.size} bytes, over the {self._max_bundle}-byte limit")
         repo = self.location.repository(bundle.name)
-        tags = self._tags(bundle.name)
+        tags = self._tags(bundle.name, fresh=True)  # writes never trust what a run kept
         for v, tag in tags:
             if v.same_as(sv):
-                existing = self._record(bundle.name, tag)
+                existing = self._record(bundle.name, tag, fresh=True)
                 if existing is None:
                     continue
                 if existing.digest == bundle.digest:
@@ -333,7 +414,7 @@ class OciRegistry:
                 raise self._immutable(bundle, existing)
         sid = None
         if tags:
-            newest = self._record(bundle.name, tags[0][1])
+            newest = self._record(bundle.name, tags[0][1], fresh=True)
             sid = newest.skill_id if newest is not None else None
         if sid is None:
             sid = skill_id or "skill_" + secrets.token_hex(12)
@@ -348,8 +429,9 @@ class OciRegistry:
         self.client.push_blob(repo, cfg_bytes, manifest.config.digest, check_exists=bool(tags))
         self.client.push_blob(repo, bundle.data, bundle.digest, check_exists=bool(tags))
         self.client.put_manifest(repo, tag, manifest.to_bytes(), artifact.MANIFEST_MEDIA_TYPE)
+        self._forget(repo)
         self._configs[manifest.config.digest] = cfg_bytes  # ours, so the read-back needs no download
-        landed = self._record(bundle.name, tag)  # read back: another client may have pushed the same tag
+        landed = self._record(bundle.name, tag, fresh=True)  # read back: another client may have pushed the same tag
         if landed is None or landed.digest != bundle.digest:
             raise ImmutableVersionError(
                 f"{bundle.name}@{sv} was pushed concurrently by another client with other content; "
@@ -371,7 +453,7 @@ class OciRegistry:
     def set_yanked(self, ref: str, yanked: bool, reason: str = "") -> VersionRecord:
         rec = self._exact(ref, "yank" if yanked else "unyank")
         tag = version_tag(rec.version)
-        got = self._manifest(rec.name, tag)
+        got = self._manifest(rec.name, tag, fresh=True)
         if got is None:
             raise NotFoundError(f"{rec.name}@{rec.version} vanished from {self.url} while yanking")
         manifest, _ = got
@@ -386,7 +468,8 @@ class OciRegistry:
             self.client.put_manifest(repo, new.digest, body, artifact.MANIFEST_MEDIA_TYPE)
             self._signatures.carry(repo, sha256_digest(got[1]), new, rec.digest, f"{rec.name}@{rec.version}")
             self.client.put_manifest(repo, tag, body, artifact.MANIFEST_MEDIA_TYPE)
-        after = self._record(rec.name, tag)
+            self._forget(repo)
+        after = self._record(rec.name, tag, fresh=True)
         if after is None or after.digest != rec.digest:
             raise IntegrityError(f"{rec.name}@{rec.version}: tag {tag} changed while yanking; check the registry")
         return after
@@ -397,7 +480,7 @@ class OciRegistry:
         """The repository and the descriptor of the manifest the version's tag names now,
         refused unless that manifest still holds ``skill.digest``."""
         tag = version_tag(skill.version)
-        got = self._manifest(skill.name, tag)
+        got = self._manifest(skill.name, tag, fresh=True)  # signatures hang on the manifest the tag names now
         if got is None:
             raise NotFoundError(f"{skill.name}@{skill.version} is not published in {self.url}")
         manifest, body = got
@@ -450,10 +533,11 @@ class OciRegistry:
                     problems.append(Problem("warning", "foreign-tag", f"{repo}:{tag} is not a version tag; skillctl ignores it"))
                     continue
                 try:
-                    got = self._manifest(name, tag)
+                    got = self._manifest(name, tag, fresh=True)
                     if got is not None:
                         manifest, _ = got
                         cfg = self._config(name, tag, manifest)
+                        self._check_annotations(name, tag, manifest, cfg)
                         self.client.get_blob(repo, cfg.digest, size=manifest.layer.size, max_bytes=self._max_bundle)
                 except IntegrityError as exc:
                     problems.append(Problem("error", "corrupt", f"{name}@{tag}: {exc}"))
@@ -467,6 +551,19 @@ class OciRegistry:
                     problems.append(Problem("warning", "missing", f"{repo}:{tag} is listed but has no manifest (deleted meanwhile?)"))
                     self._note_missing(f"{repo}:{tag}")
         return problems
+
+
+    def _check_annotations(self, name: str, tag: str, manifest: artifact.SkillManifest, cfg: artifact.SkillConfig) -> None:
+        """Pulls trust the annotations instead of the config: they must say the same."""
+        where = f"{self.location.host}/{self.location.repository(name)}:{tag}"
+        version = tag_version(tag)
+        assert version is not None
+        annotated = artifact.resolved_from_annotations(manifest, name=name, version=version, where=where)
+        from_config = artifact.record(cfg, manifest).resolved()
+        if annotated is not None and annotated != from_config:
+            fields = [f for f in ("id", "version", "description", "tar_digest") if getattr(annotated, f) != getattr(from_config, f)]
+            raise IntegrityError(f"{where}: manifest annotations disagree with the config ({', '.join(fields)}); pulls would "
+                                 "take the annotations — the copy was altered after publishing: yank it and publish a new version")
 
 
 def _is_skill_name(name: str) -> bool:

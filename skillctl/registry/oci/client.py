@@ -37,9 +37,11 @@ private CA can be given through ``REQUESTS_CA_BUNDLE``).
 from __future__ import annotations
 
 import hashlib
+import re
 import time
+from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
 import requests
@@ -100,6 +102,19 @@ class _Session(requests.Session):
     def resolve_redirects(self, *args: object, **kwargs: object) -> Iterator[requests.Response]:
         return iter(())
 
+    def merge_environment_settings(self, url: str, proxies: Any, stream: Any, verify: Any, cert: Any) -> dict[str, Any]:
+        """requests reads the proxy variables and REQUESTS_CA_BUNDLE for every request, scanning
+        the whole environment twice (about 1 ms, as much as a loopback exchange); here they are
+        read once per origin for the session's life. Calls that pass their own settings (this
+        client never does) are merged afresh."""
+        if proxies or verify is not None or cert is not None:
+            return super().merge_environment_settings(url, proxies, stream, verify, cert)
+        key = (_origin(url), stream)
+        cache: dict[tuple[str, Any], dict[str, Any]] = self.__dict__.setdefault("_skillctl_env", {})
+        if key not in cache:
+            cache[key] = super().merge_environment_settings(url, proxies, stream, verify, cert)
+        return dict(cache[key], proxies=dict(cache[key]["proxies"]))
+
 
 class DistributionClient:
     """One registry host. Methods take a repository name already checked by ``names``."""
@@ -136,10 +151,14 @@ class DistributionClient:
         adapter = DeadlineAdapter()
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
+        # requests would look each request's host up in ~/.netrc (a file read per request) and let
+        # what it finds replace the Authorization header chosen here; credentials come from auth only.
+        self.session.auth = _no_netrc
         self.session.headers["User-Agent"] = f"skillctl/{__version__}"
         # Blobs are gzip already; and nothing is inflated before the size caps see it.
         self.session.headers["Accept-Encoding"] = "identity"
         self.requests = 0  # for benchmarks and tests: how many HTTP requests were sent
+        self.sent: Counter[str] = Counter()  # the same, by kind ("GET manifests", "GET tags", see _kind)
 
     def close(self) -> None:
         self.session.close()
@@ -175,6 +194,7 @@ class DistributionClient:
             exchange = None
             try:
                 self.requests += 1
+                self.sent[f"{method} {_kind(url)}"] += 1
                 with deadline_for(deadline) as exchange:
                     resp = self.session.request(
                         method, url, headers=headers, data=data, stream=True, allow_redirects=False,
@@ -603,6 +623,28 @@ def _pause(delay: float, deadline: float) -> bool:
         return False
     time.sleep(delay)
     return True
+
+
+def _no_netrc(request: requests.PreparedRequest) -> requests.PreparedRequest:
+    """The session's auth: changes nothing, and so keeps requests from consulting ~/.netrc."""
+    return request
+
+
+def _kind(url: str) -> str:
+    """What a request URL asks for, for counting: the distribution route (``manifests``,
+    ``blobs``, ``uploads``, ``tags``, ``referrers``, ``catalog``, ``base`` for /v2/), else
+    ``other`` (a token realm, a redirect target elsewhere). Matched at the end of the path, so a
+    repository named like a route is not mistaken for one."""
+    path = urlsplit(url).path
+    if path.rstrip("/") == "/v2":
+        return "base"
+    if path == "/v2/_catalog":
+        return "catalog"
+    found = _ROUTE_RE.search(path) if path.startswith("/v2/") else None
+    return next(k for k in found.groups() if k) if found else "other"
+
+
+_ROUTE_RE = re.compile(r"/blobs/(uploads)/[^/]*$|/(manifests|blobs|referrers)/[^/]+$|/(tags)/list$")
 
 
 def _origin(url: str) -> str:
