@@ -174,6 +174,9 @@ async def serve(config: dict[str, Any]) -> None:
     regular = ServerInstance.make("regular", servers)
 
     async def hand_off(conn: socket.socket) -> None:
+        # asyncio's own server would have set this; without it every response waits ~40 ms for
+        # the client's delayed ACK (Nagle's algorithm), measured.
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             reader, writer = await asyncio.open_connection(sock=conn)
         except OSError:
