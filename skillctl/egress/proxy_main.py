@@ -106,15 +106,20 @@ def passes_through(config: dict[str, Any]) -> Any:
 # ended, so they finish at once (their client is gone); only a request of a background process
 # kept alive on purpose can stay open, and then the sync answers without its record.
 SYNC_WAIT_S = 5.0
+# The same for passthrough tunnels, shorter: a tunnel is open for as long as its client keeps the
+# connection (idle in a pool too), so one still open a second after its command ended belongs to
+# a process that outlived the command; its record comes when it closes.
+SPLICE_SYNC_WAIT_S = 1.0
 
 
 async def _answer_sync(n: int, addon: EgressAddon, front: Front) -> None:
-    def still_open() -> set[str]:
-        return set(addon.open_flows) | front.open_ids()
-
-    waiting = still_open()
-    deadline = asyncio.get_running_loop().time() + SYNC_WAIT_S
-    while waiting & still_open() and asyncio.get_running_loop().time() < deadline:
+    loop = asyncio.get_running_loop()
+    flows, tunnels = set(addon.open_flows), front.open_ids()
+    deadline = loop.time() + SYNC_WAIT_S
+    splice_deadline = loop.time() + SPLICE_SYNC_WAIT_S
+    while loop.time() < deadline:
+        if not flows & addon.open_flows and not (tunnels & front.open_ids() and loop.time() < splice_deadline):
+            break
         await asyncio.sleep(0.005)
     _emit({"type": "synced", "n": n})
 

@@ -13,6 +13,7 @@ import http.client
 import json
 import socket
 import ssl
+import time
 from typing import Iterator
 
 import pytest
@@ -152,3 +153,21 @@ def test_plain_http_to_a_passthrough_domain_is_intercepted(proxy, http_upstream)
 
 def test_no_record_holds_the_real_value(proxy):
     assert SECRET not in json.dumps(proxy.synced_records())
+
+
+def test_a_tunnel_still_open_is_recorded_when_it_closes(proxy, test_ca):
+    # A sync does not wait for a tunnel a live process keeps open (idle in a pool, say); its
+    # record comes when it closes, with the bytes of its whole life.
+    sock = ssl.create_default_context(cafile=str(test_ca[0])).wrap_socket(tunnel(proxy, "deep.sub.example.test"),
+                                                                          server_hostname="deep.sub.example.test")
+    sock.sendall(b"GET /echo HTTP/1.1\r\nHost: deep.sub.example.test\r\n\r\n")
+    assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+    assert proxy.proc.sync(timeout_s=60)
+    assert not records(proxy, "deep.sub.example.test")
+    sock.close()
+    give_up = time.monotonic() + 60
+    while not records(proxy, "deep.sub.example.test"):
+        assert time.monotonic() < give_up, "the closed tunnel was never recorded"
+        time.sleep(0.05)
+    record = records(proxy, "deep.sub.example.test")[-1]
+    assert record["mode"] == "passthrough" and record["response_bytes"] > 0 and record["error"] is None
