@@ -8,12 +8,12 @@ checks, a placeholder secret configured so response scrubbing is on, upstream TL
 ``dl.example.test`` is a passthrough domain (CONNECT and SNI checked, TLS spliced through).
 Nothing leaves the machine (the loopback-only guard is set).
 
-The three clients take turns, three rounds (direct, intercepted, passthrough, direct, …), so a
+The three clients take turns, five rounds (direct, intercepted, passthrough, direct, …), so a
 machine that gets busier or quieter during the run weighs on all three alike.
 
 - Latency: 200 GETs of a small body per client, on one kept-alive connection per round
   (connection set-up is paid once either way); overhead = p50(proxied) - p50(direct).
-- Throughput: a 50 MB body, once per round, best of the 3 rounds per client; ratio = proxied
+- Throughput: a 50 MB body, once per round, best of the 5 rounds per client; ratio = proxied
   MB/s / direct MB/s.
 
 Last line: ``egress_overhead_ms_p50=X egress_throughput_ratio=R egress_passthrough_throughput_ratio=P
@@ -76,7 +76,7 @@ print(json.dumps({"latency_s": lat, "download_s": best}))
 """
 
 
-ROUNDS = 3
+ROUNDS = 5
 
 
 def main() -> int:
