@@ -20,8 +20,9 @@ import pytest
 import requests
 
 from skillctl.egress.policy import parse_policy
+from skillctl.egress.splice import ACCESS_DENIED_ALERT, Refused, parse_client_hello
 
-from .conftest import SECRET, DirectProxy, start_direct_proxy
+from .conftest import SECRET, DirectProxy, free_port, start_direct_proxy
 
 POLICY = {
     "type": "allowlist",
@@ -34,7 +35,8 @@ POLICY = {
 @pytest.fixture(scope="module")
 def proxy(tmp_path_factory, resolve_specs, test_ca) -> Iterator[DirectProxy]:
     policy = parse_policy(POLICY, origin="tests")
-    with start_direct_proxy(tmp_path_factory.mktemp("splice"), policy, {"MY_TOKEN": SECRET}, resolve_specs, test_ca[0]) as p:
+    dead = [f"dead.example.test=127.0.0.1:{free_port()}"]  # nothing listens there
+    with start_direct_proxy(tmp_path_factory.mktemp("splice"), policy, {"MY_TOKEN": SECRET}, resolve_specs + dead, test_ca[0]) as p:
         yield p
 
 
@@ -126,6 +128,19 @@ def test_a_tunnel_without_a_tls_name_or_without_tls_is_refused(proxy, test_ca):
     assert record["decision"] == "denied" and "does not carry TLS" in record["reason"]
 
 
+def test_an_upstream_that_cannot_be_reached_and_a_client_that_leaves_are_recorded(proxy, test_ca):
+    sock = ssl.create_default_context(cafile=str(test_ca[0])).wrap_socket
+    with pytest.raises((ssl.SSLError, OSError)):
+        sock(tunnel(proxy, "dead.example.test"), server_hostname="dead.example.test")
+    record = records(proxy, "dead.example.test")[-1]
+    assert record["decision"] == "allowed" and record["error"].startswith("cannot connect to 127.0.0.1:")
+    tunnel(proxy, "files.example.test").close()  # gone before its ClientHello
+    give_up = time.monotonic() + 60
+    while "before its TLS ClientHello" not in (records(proxy, "files.example.test")[-1]["error"] or ""):
+        assert time.monotonic() < give_up, records(proxy, "files.example.test")[-1]
+        time.sleep(0.05)
+
+
 def test_a_domain_not_allowed_is_refused_at_connect(proxy):
     with pytest.raises(requests.exceptions.ProxyError, match="403"):
         requests.get("https://evil.invalid/", proxies=proxy.proxies, verify=proxy.ca, timeout=60)
@@ -171,3 +186,58 @@ def test_a_tunnel_still_open_is_recorded_when_it_closes(proxy, test_ca):
         time.sleep(0.05)
     record = records(proxy, "deep.sub.example.test")[-1]
     assert record["mode"] == "passthrough" and record["response_bytes"] > 0 and record["error"] is None
+
+
+# --------------------------------------------------------------------------- the ClientHello itself
+
+
+def client_hello(server_name: str | None = "files.example.test") -> bytes:
+    """A real ClientHello, as Python's TLS client writes it (one TLS record)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = server_name is not None
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ctx.wrap_bio(incoming, outgoing, server_hostname=server_name)
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    return outgoing.read()
+
+
+def with_extension(record: bytes, kind: int, data: bytes = b"\x00" * 8) -> bytes:
+    """``record`` (one ClientHello record) with one more extension, every length fixed up."""
+    hs = record[5:]
+    body = hs[4:]
+    pos = 2 + 32
+    pos += 1 + body[pos]
+    pos += 2 + int.from_bytes(body[pos:pos + 2], "big")
+    pos += 1 + body[pos]
+    ext_len = int.from_bytes(body[pos:pos + 2], "big")
+    extra = kind.to_bytes(2, "big") + len(data).to_bytes(2, "big") + data
+    body = body[:pos] + (ext_len + len(extra)).to_bytes(2, "big") + body[pos + 2:] + extra
+    hs = b"\x01" + len(body).to_bytes(3, "big") + body
+    return record[:3] + len(hs).to_bytes(2, "big") + hs
+
+
+def test_the_client_hello_parser_reads_the_name_and_refuses_what_is_not_one():
+    record = client_hello()
+    assert parse_client_hello(record[5:]) == ("files.example.test", False)
+    assert parse_client_hello(client_hello(None)[5:]) == (None, False)
+    assert parse_client_hello(with_extension(record, 0xFE0D)[5:]) == ("files.example.test", True)
+    with pytest.raises(Refused, match="malformed"):
+        parse_client_hello(record[5:60])  # cut short inside the message
+    with pytest.raises(Refused, match="not a ClientHello"):
+        parse_client_hello(b"\x02" + record[6:])
+
+
+def test_encrypted_client_hello_and_oversized_hellos_are_refused(proxy, https_upstream):
+    before = len(https_upstream.seen)
+    sock = tunnel(proxy, "files.example.test")
+    sock.sendall(with_extension(client_hello(), 0xFE0D))
+    assert sock.recv(64) == ACCESS_DENIED_ALERT
+    sock.close()
+    assert "Encrypted Client Hello" in records(proxy, "files.example.test")[-1]["reason"]
+    sock = tunnel(proxy, "files.example.test")
+    sock.sendall(b"\x16\x03\x01\x00\x04\x01\x10\x00\x00")  # a ClientHello announcing 1 MiB
+    assert sock.recv(64) == ACCESS_DENIED_ALERT
+    sock.close()
+    assert "larger than" in records(proxy, "files.example.test")[-1]["reason"]
+    assert len(https_upstream.seen) == before
