@@ -107,12 +107,18 @@ def container_ceiling(image: str, ca: Path, cert: Path, key: Path, size: int) ->
     try:
         for _ in range(ROUNDS):
             script = f'printf %s "$CA" > /tmp/ca.pem && python3 -c "$CLIENT" api.example.test {server.port} "" 5 {size} /tmp/ca.pem 1'
+            # Detached, then waited for: run(remove=True) can lose the race for the logs.
+            container = client.containers.run(image, ["-c", script], entrypoint=["sh"], network="bridge", detach=True,
+                                              labels={LABEL_MANAGED: "1"},
+                                              environment={"CA": ca.read_text(), "CLIENT": CLIENT, "BENCH_TARGET": gateway,
+                                                           "SSL_CERT_FILE": ""})
             try:
-                out = client.containers.run(image, ["-c", script], entrypoint=["sh"], network="bridge", remove=True,
-                                            labels={LABEL_MANAGED: "1"}, stderr=True,
-                                            environment={"CA": ca.read_text(), "CLIENT": CLIENT, "BENCH_TARGET": gateway, "SSL_CERT_FILE": ""})
-            except docker.errors.ContainerError as exc:
-                print(f"container ceiling not measured: {str(exc)[-200:]}", file=sys.stderr)
+                code = container.wait(timeout=600)["StatusCode"]
+                out = container.logs(stdout=True, stderr=True)
+            finally:
+                container.remove(force=True)
+            if code != 0:
+                print(f"container ceiling not measured: {out.decode(errors='replace')[-200:]}", file=sys.stderr)
                 return None
             elapsed = json.loads(out.decode().strip().splitlines()[-1])["download_s"]
             best = elapsed if best is None else min(best, elapsed)
