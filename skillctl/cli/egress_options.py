@@ -26,7 +26,8 @@ def egress_options(f: Callable[..., Any]) -> Callable[..., Any]:
         [
             click.option("--network-policy", "network_policy", type=file_type, expose_value=False, callback=_remember,
                          help="Network policy file (JSON or YAML): {type: disabled} (the default) or {type: allowlist, "
-                         "allowed_domains: [...], domain_secrets: [{domain, name, value: env:VAR|file:PATH}]}. "
+                         "allowed_domains: [...], domain_secrets: [{domain, name, value: env:VAR|file:PATH}], "
+                         "passthrough_domains: [...] (TLS spliced, not intercepted: no path logged, no scrubbing)}. "
                          "Default: 'network:' in skills.yaml (beside --lock, else in the current folder)."),
             click.option("--project-secrets", "project_secrets", is_flag=True, envvar="SKILLCTL_PROJECT_SECRETS",
                          expose_value=False, callback=_remember,
@@ -46,10 +47,12 @@ def egress_options(f: Callable[..., Any]) -> Callable[..., Any]:
                          help="The proxy connects to ADDR:PORT for HOST (like curl --resolve); the only way to reach "
                          "loopback, link-local or private addresses. Repeatable."),
             click.option("--egress-ca", "egress_ca", multiple=True, type=file_type, metavar="FILE", expose_value=False,
-                         callback=_remember, help="Extra CA certificates (PEM) the proxy trusts for upstream TLS. Repeatable."),
+                         callback=_remember, help="Extra CA certificates (PEM) the proxy trusts for upstream TLS (with passthrough "
+                         "domains the container trusts them too). Repeatable."),
             click.option("--egress-log", "egress_log", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
                          expose_value=False, callback=_remember,
-                         help="Write every proxied request and refused connection as JSON Lines to FILE."),
+                         help="Write every proxied request and refused connection as JSON Lines to FILE (mode: intercept "
+                         "or passthrough; a passthrough record is one connection, without its path)."),
         ]
     ):
         f = opt(f)

@@ -27,11 +27,10 @@ sent it (placeholders, never real values) and scrubbed field by field all the sa
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import os
 import re
-import socket
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -39,6 +38,7 @@ from mitmproxy import http
 from mitmproxy.net.http import url
 from mitmproxy.net.http.http1 import expected_http_body_size
 
+from skillctl.egress.dial import vet_upstream
 from skillctl.egress.rules import (
     LOOPBACK_ONLY_ENV,
     Replacements,
@@ -46,10 +46,8 @@ from skillctl.egress.rules import (
     egress_record,
     now_iso,
     first_match,
-    forbidden_reason,
     guard_refusal,
     normalize_host,
-    parse_ip,
     redact_query,
 )
 
@@ -189,6 +187,7 @@ class EgressAddon:
                 status=flow.response.status_code if flow.response is not None else None,
                 request_bytes=state.request_bytes,
                 response_bytes=state.response_bytes,
+                duration_ms=round((time.time() - req.timestamp_start) * 1000, 1) if req.timestamp_start else None,
                 decision=state.decision,
                 reason=state.reason,
                 upstream=state.upstream,
@@ -233,29 +232,7 @@ class EgressAddon:
                 state.warnings.append(warning)
 
     async def _vet(self, host: str, port: int) -> tuple[tuple[str, int] | None, str]:
-        """(address to dial, why) — address None means refused, and why says why."""
-        if host in self.resolve_map:
-            addr, mapped_port = self.resolve_map[host]
-            if self.loopback_only and (why := guard_refusal(addr)):
-                return None, why
-            return (addr, mapped_port), f"mapped to {addr}:{mapped_port}"
-        if parse_ip(host) is not None:
-            candidates = [normalize_host(host)]
-        elif self.loopback_only:
-            return None, f"{LOOPBACK_ONLY_ENV} is set: no DNS lookups; map {host} with --egress-resolve"
-        else:
-            try:
-                infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            except OSError as exc:
-                return None, f"cannot resolve {host} ({exc.strerror or exc})"
-            candidates = list(dict.fromkeys(str(info[4][0]) for info in infos))
-        for candidate in candidates:
-            why = forbidden_reason(candidate)
-            if why:
-                return None, f"{host} resolves to {candidate}, {why}; only hosts mapped with --egress-resolve may go there"
-        if self.loopback_only and (why := guard_refusal(candidates[0])):
-            return None, why
-        return (candidates[0], port), ""
+        return await vet_upstream(host, port, self.resolve_map, loopback_only=self.loopback_only)
 
     # ------------------------------------------------------------------ hooks
 

@@ -3,7 +3,8 @@
     {type: disabled}                                   the default: no network at all
     {type: allowlist,
      allowed_domains: [api.github.com, "*.example.com"],
-     domain_secrets: [{domain: api.github.com, name: GITHUB_TOKEN, value: env:GITHUB_TOKEN}]}
+     domain_secrets: [{domain: api.github.com, name: GITHUB_TOKEN, value: env:GITHUB_TOKEN}],
+     passthrough_domains: ["*.example.com"]}         # optional: TLS spliced, not intercepted
 
 A secret's ``value`` says where skillctl reads it on the host — ``env:VAR`` or ``file:PATH``
 (relative to the file that names it) — and is never the secret itself, so a policy can be
@@ -15,6 +16,13 @@ A project file is not the user's own choice the way a file named on the command 
 comes with a cloned repository. So its ``domain_secrets`` are refused unless the caller opts
 in (``project_policy(..., allow_secrets=True)``, ``skillctl run --project-secrets``), and its
 ``file:`` values must resolve inside the project's folder even then.
+
+``passthrough_domains`` (skillctl's own field, not the hosted shape) names allowed domains whose
+TLS the proxy splices through unopened instead of intercepting: faster, but those responses are
+not scrubbed and their requests are logged by host, port and bytes only. Opt-in because the
+scrubbing promise covers every domain (any upstream can echo a value another one was sent). A
+host that a secret is bound to is intercepted even when a passthrough wildcard covers it; naming
+a secret's domain itself as passthrough is an error.
 
 Every problem of a policy is reported at once, on one line, naming the place and the fix. The
 schema ships as ``schemas/network-policy.schema.json`` (usable by editors too).
@@ -31,7 +39,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from skillctl.egress.rules import check_pattern, first_match, normalize_host, pattern_within
+from skillctl.egress.rules import check_pattern, first_match, normalize_host, parse_ip, pattern_within
 from skillctl.errors import ConfigError
 from skillctl.schema import schema_problems, summarize
 from skillctl.yamlfile import read_yaml
@@ -71,6 +79,7 @@ class NetworkPolicy:
     type: str = "disabled"
     allowed_domains: tuple[str, ...] = ()
     domain_secrets: tuple[DomainSecret, ...] = ()
+    passthrough_domains: tuple[str, ...] = ()
     origin: str = "default"  # where it was read, for messages (a file, "skills.yaml", "command line")
 
     @property
@@ -81,15 +90,27 @@ class NetworkPolicy:
         """The allowed_domains entry that lets ``host`` through, or None."""
         return first_match(self.allowed_domains, host) if self.enabled else None
 
+    def passes_through(self, host: str) -> bool:
+        """Whether ``host``'s TLS is spliced through unopened: a passthrough domain that no
+        secret is bound to (a secret's host is always intercepted, to inject and scrub)."""
+        return (
+            self.allows(host) is not None
+            and first_match(self.passthrough_domains, host) is not None
+            and first_match([s.domain for s in self.domain_secrets], host) is None
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """The hosted API's shape; values stay references, so this is safe to print or store."""
         if not self.enabled:
             return {"type": "disabled"}
-        return {
+        data: dict[str, Any] = {
             "type": "allowlist",
             "allowed_domains": list(self.allowed_domains),
             "domain_secrets": [s.to_dict() for s in self.domain_secrets],
         }
+        if self.passthrough_domains:  # skillctl's own field: absent unless used
+            data["passthrough_domains"] = list(self.passthrough_domains)
+        return data
 
     def report(self) -> dict[str, Any]:
         """``to_dict`` with where the policy was read: for a run's summary."""
@@ -98,7 +119,10 @@ class NetworkPolicy:
     def describe(self) -> str:
         if not self.enabled:
             return f"network disabled ({self.origin})"
-        return f"allowlist of {len(self.allowed_domains)} domain(s) from {self.origin}"
+        text = f"allowlist of {len(self.allowed_domains)} domain(s) from {self.origin}"
+        if self.passthrough_domains:
+            text += f", {len(self.passthrough_domains)} passed through uninspected"
+        return text
 
 
 DISABLED = NetworkPolicy()
@@ -131,6 +155,26 @@ def _files_outside(written: list[dict[str, str]], secrets: Iterable[DomainSecret
                 f"domain_secrets[{i}].value: {raw['value']} resolves to {path}, outside the project folder {root}; a "
                 "project file reads secret files from its own folder only (name others in a --network-policy file of your own)"
             )
+    return problems
+
+
+def _passthrough_problems(passthrough: list[str], allowed: list[str], secrets: list[DomainSecret]) -> list[str]:
+    problems: list[str] = []
+    secret_domains = [s.domain for s in secrets]
+    for i, pattern in enumerate(passthrough):
+        where = f"passthrough_domains[{i}]"
+        why = check_pattern(pattern)
+        if why:
+            problems.append(f"{where}: {why}")
+        elif parse_ip(pattern) is not None:
+            problems.append(f"{where}: {pattern} is an IP address; passthrough checks the TLS server name against the "
+                            "CONNECT host, and TLS names no IP address: name a host, or leave it intercepted")
+        elif not pattern_within(pattern, allowed):
+            problems.append(f"{where}: {pattern} is not in allowed_domains; allow it too (--allow-domain {pattern})")
+        elif pattern_within(pattern, secret_domains):
+            names = ", ".join(dict.fromkeys(s.name for s in secrets if pattern_within(pattern, [s.domain]))) or "a domain_secrets entry"
+            problems.append(f"{where}: {pattern} is the domain of {names}; a secret's domain is "
+                            "always intercepted (to inject and scrub it): remove it from passthrough_domains")
     return problems
 
 
@@ -168,10 +212,11 @@ def parse_policy(data: Any, *, origin: str, base_dir: Path | None = None) -> Net
         DomainSecret(normalize_host(s["domain"]), s["name"], _absolute_source(s["value"], base))
         for s in data.get("domain_secrets", [])
     ]
-    problems = _semantic_problems(allowed, secrets)
+    passthrough = [normalize_host(d) for d in data.get("passthrough_domains", [])]
+    problems = _semantic_problems(allowed, secrets) + _passthrough_problems(passthrough, allowed, secrets)
     if problems:
         raise ConfigError(f"{origin}: invalid network policy: {summarize(problems)}")
-    return NetworkPolicy(data["type"], tuple(dict.fromkeys(allowed)), tuple(secrets), origin)
+    return NetworkPolicy(data["type"], tuple(dict.fromkeys(allowed)), tuple(secrets), tuple(dict.fromkeys(passthrough)), origin)
 
 
 def load_policy(path: Path) -> NetworkPolicy:
@@ -222,8 +267,9 @@ def project_secrets_refusal(policy: NetworkPolicy, folder: Path) -> str:
 def project_network_notice(policy: NetworkPolicy) -> str:
     """What a project file's ``network:`` turns on, for people to see before the run starts."""
     secrets = ", ".join(dict.fromkeys(s.name for s in policy.domain_secrets)) or "none"
+    passthrough = f"; passed through uninspected: {', '.join(policy.passthrough_domains)}" if policy.passthrough_domains else ""
     return (f"notice: {policy.origin} turns the network on for {', '.join(policy.allowed_domains)} "
-            f"(host secrets: {secrets}); --network-policy FILE replaces it")
+            f"(host secrets: {secrets}{passthrough}); --network-policy FILE replaces it")
 
 
 def parse_domain_secret(spec: str) -> DomainSecret:

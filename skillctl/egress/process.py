@@ -41,6 +41,7 @@ def proxy_config(
         "listen_port": listen[1],
         "confdir": str(confdir),
         "allowed_domains": list(policy.allowed_domains),
+        "passthrough_domains": list(policy.passthrough_domains),
         "policy": f"skillctl's network policy ({policy.describe()})",
         "secrets": [
             {

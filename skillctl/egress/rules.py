@@ -144,11 +144,15 @@ def now_iso() -> str:
 
 
 def egress_record(**fields: Any) -> dict[str, Any]:
-    """One request's log record; every field present, in a fixed order."""
+    """One request's log record; every field present, in a fixed order.
+
+    ``mode`` says how the proxy handled it: ``intercept`` (TLS opened, policy applied per
+    request) or ``passthrough`` (one record per connection whose TLS went through unopened:
+    ``not_seen`` then names what the proxy could not see, ``path`` stays empty)."""
     record: dict[str, Any] = {
-        "type": "egress", "time": now_iso(), "method": "", "scheme": "", "host": "", "port": 0, "path": "",
-        "status": None, "request_bytes": 0, "response_bytes": 0, "decision": "allowed", "reason": "",
-        "upstream": None, "secrets": [], "warnings": [], "error": None,
+        "type": "egress", "time": now_iso(), "mode": "intercept", "method": "", "scheme": "", "host": "", "port": 0,
+        "path": "", "status": None, "request_bytes": 0, "response_bytes": 0, "duration_ms": None, "decision": "allowed",
+        "reason": "", "upstream": None, "secrets": [], "warnings": [], "error": None, "not_seen": None,
     }
     record.update(fields)
     return record

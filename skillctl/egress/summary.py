@@ -21,6 +21,7 @@ class EgressSummary:
     denied: int = 0
     failed: int = 0  # allowed, but the upstream or the TLS handshake failed
     injected: int = 0  # requests that carried at least one real secret value
+    passthrough: int = 0  # records of spliced connections (host, port and bytes only)
     secrets: set[str] = field(default_factory=set)
     warnings: int = 0
     bytes_sent: int = 0
@@ -34,6 +35,8 @@ class EgressSummary:
         if record.get("type") != "egress":
             return
         self.requests += 1
+        if record.get("mode") == "passthrough":
+            self.passthrough += 1
         if record["decision"] == "denied":
             self.denied += 1
         elif record.get("error"):
@@ -52,6 +55,8 @@ class EgressSummary:
             f"egress: {self.requests} request(s): {self.allowed} allowed, {self.denied} denied, {self.failed} failed; "
             f"{_size(self.bytes_sent)} sent, {_size(self.bytes_received)} received"
         )
+        if self.passthrough:
+            text += f"; {self.passthrough} passthrough connection(s), not inspected (host, port and bytes only)"
         if self.secrets:
             text += f"; secrets injected into {self.injected} ({', '.join(sorted(self.secrets))})"
         if self.warnings:
@@ -67,6 +72,7 @@ class EgressSummary:
             "denied": self.denied,
             "failed": self.failed,
             "requests_with_secrets": self.injected,
+            "passthrough_connections": self.passthrough,
             "secrets_injected": sorted(self.secrets),
             "warnings": self.warnings,
             "bytes_sent": self.bytes_sent,

@@ -26,8 +26,10 @@ POLICY = {
     "type": "allowlist",
     "allowed_domains": ["*.example.test", "other.test", "10.1.2.3", "169.254.169.254", "127.0.0.1", "guarded.test"],
     "domain_secrets": [{"domain": "api.example.test", "name": "MY_TOKEN", "value": "env:MY_TOKEN"}],
+    # Spliced, not intercepted (see test_passthrough.py); no other test uses this name.
+    "passthrough_domains": ["dl.example.test"],
 }
-HTTPS_HOSTS = ("api.example.test", "files.example.test", "deep.sub.example.test", "example.test", "other.test")
+HTTPS_HOSTS = ("api.example.test", "files.example.test", "deep.sub.example.test", "example.test", "other.test", "dl.example.test")
 
 
 @pytest.fixture(scope="session")

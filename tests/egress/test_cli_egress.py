@@ -81,6 +81,17 @@ def test_bad_policy_file_and_bad_ca_file(env, tmp_path):
     assert result.exit_code == 1 and "no PEM certificate" in result.output
 
 
+def test_bad_passthrough_entry_in_a_policy_file_is_one_line(env, tmp_path):
+    bad = tmp_path / "policy.yaml"
+    bad.write_text("type: allowlist\nallowed_domains: [api.example.test]\npassthrough_domains: [dl.example.test]\n"
+                   "domain_secrets: [{domain: api.example.test, name: MY_TOKEN, value: 'env:MY_TOKEN'}]\n")
+    result = invoke(env, "--model", script(tmp_path, [{"answer": "x"}]), "--network-policy", str(bad), "task")
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in result.output
+    assert "passthrough_domains[0]: dl.example.test is not in allowed_domains; allow it too" in lines[0]
+
+
 def test_missing_proxy_interpreter_is_one_line(env, tmp_path):
     result = invoke({**env, "SKILLCTL_EGRESS_PYTHON": str(tmp_path / "no-python")}, "--model",
                     script(tmp_path, [{"answer": "x"}]), "--allow-domain", "a.example.test", "task")

@@ -142,6 +142,25 @@ def test_fifty_megabyte_download(run):
     assert [r for r in run.records if r["path"] == f"/bytes/{size}"][-1]["response_bytes"] == size
 
 
+def test_a_passthrough_domain_from_the_container_is_spliced_whole(run, https_upstream):
+    # dl.example.test is in the policy's passthrough_domains: the container meets the upstream's
+    # own certificate (its CA file holds the roots the proxy trusts upstream, --egress-ca too).
+    import hashlib
+
+    size = 20 * 1024 * 1024
+    got = run.fetch(f"https://dl.example.test/bytes/{size}")
+    assert got["status"] == 200 and got["bytes"] == size, got
+    assert got["sha256"] == hashlib.sha256(pattern_bytes(size)).hexdigest()
+    assert https_upstream.seen[-1]["sni"] == "dl.example.test"
+    assert run.session.sync()
+    record = [r for r in run.records if r.get("host") == "dl.example.test"][-1]
+    assert record["mode"] == "passthrough" and record["decision"] == "allowed" and record["error"] is None
+    assert record["path"] == "" and "path" in record["not_seen"] and record["response_bytes"] > size
+    logged = [json.loads(line) for line in run.log.read_text().splitlines()]
+    assert any(r.get("host") == "dl.example.test" and r["mode"] == "passthrough" for r in logged)
+    assert "1 passthrough connection" in run.session.summary.line()
+
+
 def test_ca_certificate_is_trusted_and_the_agent_cannot_change_it(run):
     result = run.sandbox.exec(f"ls -ln {CA_IN_SANDBOX}; echo x > {CA_IN_SANDBOX}; rm -f {CA_IN_SANDBOX}; "
                               f"mv /tmp/skillctl-egress /tmp/moved; test -s {CA_IN_SANDBOX} && echo still-there", timeout_s=30)

@@ -15,6 +15,7 @@ from skillctl.egress.policy import (
     parse_domain_secret,
     parse_policy,
     policy_schema,
+    project_network_notice,
     project_policy,
     read_secret_values,
     with_shorthands,
@@ -81,6 +82,50 @@ def test_every_bad_policy_is_one_line_naming_place_and_fix(data, message):
         parse_policy(data, origin="p.yaml")
     text = str(err.value)
     assert message in text and text.startswith("p.yaml") and "\n" not in text
+
+
+PT = {"type": "allowlist", "allowed_domains": ["*.example.com", "api.github.com", "10.0.0.7"],
+      "domain_secrets": [{"domain": "api.github.com", "name": "GITHUB_TOKEN", "value": "env:GH"},
+                         {"domain": "*.s.example.com", "name": "S", "value": "env:S"}]}
+
+
+@pytest.mark.parametrize(
+    "passthrough, message",
+    [
+        (["https://dl.example.com/x"], "passthrough_domains[0]: must be a host name such as downloads.example.com"),
+        ("dl.example.com", "'passthrough_domains' must be"),
+        (["*.com"], "passthrough_domains[0]: '*.com' would allow every host under a top-level domain"),
+        (["10.0.0.7"], "passthrough_domains[0]: 10.0.0.7 is an IP address; passthrough checks the TLS server name"),
+        (["dl.other.org"], "passthrough_domains[0]: dl.other.org is not in allowed_domains; allow it too"),
+        (["api.github.com"], "passthrough_domains[0]: api.github.com is the domain of GITHUB_TOKEN; a secret's domain is always intercepted"),
+        (["*.s.example.com"], "passthrough_domains[0]: *.s.example.com is the domain of S"),
+        (["x.s.example.com"], "x.s.example.com is the domain of S"),
+    ],
+)
+def test_every_bad_passthrough_entry_is_one_line(passthrough, message):
+    with pytest.raises(ConfigError) as err:
+        parse_policy({**PT, "passthrough_domains": passthrough}, origin="p.yaml")
+    text = str(err.value)
+    assert message in text and text.startswith("p.yaml: invalid network policy") and "\n" not in text
+
+
+def test_a_disabled_policy_takes_no_passthrough_domains():
+    with pytest.raises(ConfigError, match="a disabled policy takes no allowed_domains, domain_secrets or passthrough_domains"):
+        parse_policy({"type": "disabled", "passthrough_domains": ["a.com"]}, origin="p")
+
+
+def test_passthrough_is_per_host_and_never_a_secrets_host():
+    policy = parse_policy({**PT, "passthrough_domains": ["*.example.com", "*.Example.com."]}, origin="p")
+    assert policy.passthrough_domains == ("*.example.com",)
+    assert policy.passes_through("dl.example.com") and policy.passes_through("a.b.example.com")
+    assert not policy.passes_through("x.s.example.com")  # a secret is bound to it: intercepted
+    assert not policy.passes_through("api.github.com") and not policy.passes_through("example.com")
+    assert policy.to_dict()["passthrough_domains"] == ["*.example.com"]
+    assert "1 passed through uninspected" in policy.describe()
+    assert "passthrough_domains" not in parse_policy(GOOD, origin="p").to_dict()  # the hosted shape, unchanged
+    # The shorthands keep it; a project file that asks for it says so before the run.
+    assert with_shorthands(policy, ["x.org"], []).passthrough_domains == ("*.example.com",)
+    assert "passed through uninspected: *.example.com" in project_network_notice(policy)
 
 
 def test_all_problems_are_reported_at_once():

@@ -69,9 +69,10 @@ def make_test_ca(folder: Path) -> tuple[Path, Path, Path]:
 
 
 class Upstream:
-    """One loopback server (HTTPS when given a certificate). ``secret`` is what ``/reveal`` leaks."""
+    """One loopback server (HTTPS when given a certificate). ``secret`` is what ``/reveal`` leaks;
+    ``host`` binds another local address (the benchmark's container ceiling only)."""
 
-    def __init__(self, *, cert: Path | None = None, key: Path | None = None, secret: str = "") -> None:
+    def __init__(self, *, cert: Path | None = None, key: Path | None = None, secret: str = "", host: str = "127.0.0.1") -> None:
         self.seen: list[dict[str, Any]] = []
         self.secret = secret
         upstream = self
@@ -175,7 +176,7 @@ class Upstream:
 
             do_GET = do_POST = do_PUT = _handle
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer((host, 0), Handler)
         self.server.daemon_threads = True
         if cert is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
