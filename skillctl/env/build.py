@@ -325,18 +325,30 @@ def _context(tmp: Path, parts: Sequence[str], debs: Sequence[EnvFile], user: str
     (tmp / "Dockerfile").write_text(dockerfile, "utf-8")
 
 
-def existing_env_image(client: Any, base_image: str, digest_of: Callable[[str], str], force: bool) -> tuple[Any, str, str | None]:
-    """(base image, environment hash, tag of an existing image or None)."""
+def agent_image(client: Any, base_image: str) -> Any:
+    """The agent image ``base_image`` as the engine has it, or one ``EnvError`` line."""
     try:
-        base = client.images.get(base_image)
+        return client.images.get(base_image)
     except Exception as exc:
         raise EnvError(f"agent image {base_image} is not available ({exc}); run `skillctl image build`") from None
-    digest = digest_of(base.id)
-    tag = f"{ENV_REPO}:{digest[:12]}"
-    found = None if force else find_env_image(client, digest)
-    if found is not None and tag not in found.tags:
+
+
+def cached_env_image(client: Any, digest: str) -> Any | None:
+    """The image already built for ``digest``, tagged as a run starts it, or None."""
+    found = find_env_image(client, digest)
+    if found is not None and f"{ENV_REPO}:{digest[:12]}" not in found.tags:
         found.tag(ENV_REPO, digest[:12])  # its tag was removed (found by its label): the run starts the tag
-    return base, digest, (None if found is None else tag)
+    return found
+
+
+def existing_env_image(client: Any, base_image: str, digest_of: Callable[[str], str], force: bool, *,
+                       base: Any = None) -> tuple[Any, str, str | None]:
+    """(base image, environment hash, tag of an existing image or None). ``base``: the agent
+    image already inspected, when the caller has it."""
+    base = base if base is not None else agent_image(client, base_image)
+    digest = digest_of(base.id)
+    found = None if force else cached_env_image(client, digest)
+    return base, digest, (None if found is None else f"{ENV_REPO}:{digest[:12]}")
 
 
 def build_env_image(
