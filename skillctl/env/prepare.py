@@ -19,7 +19,7 @@ from typing import Any
 from skillctl.env.declare import PROJECT, Declarations, Isolation, skill_declarations
 from skillctl.env.resolve import (Downgrade, IndexOption, PackageFile, Resolution, check_requires_python, downgrades,
                                   python_owners, resolve, uv_binary, uv_version)
-from skillctl.env.target import Target, probe_image
+from skillctl.env.target import Target, inspect_image, probe_image
 from skillctl.errors import EnvError
 
 Progress = Callable[[str], None]
@@ -231,10 +231,11 @@ def _without_python_of(decl: Declarations, owners: set[str]) -> Declarations:
 
 
 def build_environment(env: Environment, client: Any, base_image: str, *, progress: Progress | None = None,
-                      force: bool = False) -> str:
+                      force: bool = False, agent: Any = None) -> str:
     """The environment image's tag: found by the environment's hash when it exists, otherwise
-    every file is fetched (hash-checked) and the image built."""
-    from skillctl.env.build import EnvFile, IsolatedFiles, build_env_image, env_hash, existing_env_image
+    every file is fetched (hash-checked) and the image built. ``agent``: ``base_image`` already
+    inspected (``build.agent_image``), when the caller has it."""
+    from skillctl.env.build import ENV_REPO, EnvFile, IsolatedFiles, agent_image, build_env_image, cached_env_image, env_hash
     from skillctl.env.files import Wanted, ensure_files
 
     if env.empty:
@@ -244,11 +245,13 @@ def build_environment(env: Environment, client: Any, base_image: str, *, progres
     pairs = [(f.filename, f.sha256) for f in env.python.files]
     deb_pairs = [(d.filename, d.sha256) for d in env.debian]
     iso_pairs = {i.skill: [(f.filename, f.sha256) for f in i.python.files] for i in env.isolated}
-    base, digest, tag = existing_env_image(
-        client, base_image, lambda base_id: env_hash(base_id, pairs, deb_pairs, uv_version(uv), iso_pairs), force)
-    if tag is not None:
+    base = agent if agent is not None else agent_image(client, base_image)
+    digest = env_hash(base.id, pairs, deb_pairs, uv_version(uv), iso_pairs)
+    found = None if force else cached_env_image(client, digest)
+    if found is not None:
+        tag = f"{ENV_REPO}:{digest[:12]}"
         say(f"environment image {tag} is up to date")
-        return _libraries_checked(tag, env, client, say)
+        return _libraries_checked(tag, env, client, say, image_id=found.id)
     debs = [EnvFile(p, d.sha256, d.pin) for p, d in
             zip(ensure_files([Wanted(d.filename, d.url, d.sha256, d.size) for d in env.debian], progress=progress),
                 env.debian)]
@@ -279,12 +282,12 @@ def _wheel_files(python: Resolution, builder: Any, progress: Progress | None) ->
     return wheels
 
 
-def _libraries_checked(tag: str, env: Environment, client: Any, say: Progress) -> str:
+def _libraries_checked(tag: str, env: Environment, client: Any, say: Progress, image_id: str | None = None) -> str:
     """``tag``, once the libraries its wheels need are checked in it: a missing one is a warning
     naming the Debian package that ships it (``skillctl.env.syslibs``; cached by image id)."""
     from skillctl.env.syslibs import environment_check, warn
 
-    warn(environment_check(client, tag, env, progress=say), say)
+    warn(environment_check(client, tag, env, progress=say, image_id=image_id), say)
     return tag
 
 
@@ -364,7 +367,8 @@ def run_environment_of(
             "environment: isolate: [...] and run skillctl lock (with --lock, the lock decides)"
         )
     client = client or docker_client()
-    target = probe_image(client, base_image)
+    agent = inspect_image(client, base_image)  # once: the probe and the image's hash both need its id
+    target = probe_image(client, base_image, image_id=agent.id)
     check_requires_python(decl, target, ignore_requires_python, say)
     if locked is None and decl.empty:
         return RunEnvironment(base_image)
@@ -392,7 +396,7 @@ def run_environment_of(
         env = resolve_environment(decl, target, index=index, allow_sdist=allow_sdist, base_image=base_image,
                                   client=client, ignore_requires_python=ignore_requires_python, progress=progress,
                                   isolation=isolation)
-    tag = build_environment(env, client, base_image, progress=progress)
+    tag = build_environment(env, client, base_image, progress=progress, agent=agent)
     check_environment(env, imports, progress=progress)  # after the build: its wheels are in the cache
     return RunEnvironment(tag, env.isolated_skills, env.downgrades)
 

@@ -15,6 +15,11 @@ honour Range gets a full, streamed, hash-checked download into the cache (``file
 caller allows one. Bytes read by Range cannot be checked against the pinned sha256 (only the
 total size is): the names only ever produce warnings, never decide what is installed.
 
+What a hash-checked copy provides is kept under the wheel's sha256 and a digest of these rules
+(``CACHE/env/provides/``), so a run that starts a cached environment does not open numpy's and
+pandas's central directories (thousands of entries, ~35 ms) on every start; a Range read is
+never kept.
+
 ``check_imports`` puts the two together: every import of a skill against what the wheels of
 its resolved environment provide, as located warnings that name the import, the distribution
 it was resolved to and what that provides instead.
@@ -22,10 +27,14 @@ it was resolved to and what that provides instead.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +148,56 @@ def local_provides(path: Path) -> Provides:
         raise EnvError(f"{path.name} is not a readable wheel ({exc})") from None
 
 
+# ------------------------------------------------------------------------------ kept answers
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+@lru_cache(maxsize=1)
+def _rules_digest() -> str:
+    """This module's source, hashed: a kept answer names the rules that made it, so a change to
+    them (a new kind of module, a fix) reads every wheel again instead of trusting old answers."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
+def _kept_path(sha256: str) -> Path | None:
+    from skillctl.env.target import cache_dir
+
+    if not _SHA256.match(sha256):
+        return None  # not a sha256: never a file name
+    return cache_dir() / "env" / "provides" / f"{sha256}-{_rules_digest()}.json"
+
+
+def kept_provides(sha256: str) -> Provides | None:
+    """What the wheel with ``sha256`` provides, as read from a hash-checked copy before (None
+    when never read, or under other rules, or unreadable)."""
+    path = _kept_path(sha256)
+    if path is None:
+        return None
+    try:
+        doc = json.loads(path.read_text("utf-8"))
+        return Provides(frozenset(doc["names"]), frozenset(doc["namespaces"]), bool(doc["unknown"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def keep_provides(sha256: str, provides: Provides) -> None:
+    """Keep what a hash-checked wheel provides, under its sha256 (a wheel's bytes never change
+    under one: the answer is good for as long as these rules are). Never for a Range read, whose
+    bytes could not be checked."""
+    path = _kept_path(sha256)
+    if path is None:
+        return
+    doc = {"names": sorted(provides.names), "namespaces": sorted(provides.namespaces), "unknown": provides.unknown}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(doc, sort_keys=True), "utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache: the answer is read from the wheel next time
+
+
 class RangeUnsupported(Exception):
     """The server answered a Range request with something other than the range."""
 
@@ -250,8 +309,9 @@ def remote_provides(url: str, size: int | None, session: Any = None) -> tuple[Pr
 def wheel_provides(files: Sequence[Any], *, download: bool = True, progress: Progress | None = None,
                    session: Any = None) -> dict[str, tuple[Any, Provides | None]]:
     """For each resolved wheel (``PackageFile``): what it provides, by canonical distribution
-    name — from the cache, else by Range requests, else (``download``) from a full hash-checked
-    download; None where none of these could tell."""
+    name — kept from an earlier read of a hash-checked copy (``kept_provides``), else from the
+    cached copy, else by Range requests, else (``download``) from a full hash-checked download;
+    None where none of these could tell."""
     from skillctl.env.files import Wanted, cached_path, ensure_files
 
     say = progress or (lambda _line: None)
@@ -261,11 +321,14 @@ def wheel_provides(files: Sequence[Any], *, download: bool = True, progress: Pro
             out[_canonical(f.name)] = (f, None)  # an sdist: what its built wheel provides is not known here
             continue
         want = Wanted(f.filename, f.url, f.sha256, f.size)
-        found: Provides | None = None
+        found: Provides | None = kept_provides(f.sha256)
         path = cached_path(want)
         try:
-            if path.is_file():
+            if found is not None:
+                pass  # read from a hash-checked copy before: a cached run does not open the zips again
+            elif path.is_file():
                 found = local_provides(path)
+                keep_provides(f.sha256, found)
             else:
                 try:
                     found = remote_provides(f.url, f.size, session)[0]
@@ -273,6 +336,7 @@ def wheel_provides(files: Sequence[Any], *, download: bool = True, progress: Pro
                     if download:
                         say(f"reading {f.filename}'s file list by Range failed ({why}); downloading it")
                         found = local_provides(ensure_files([want], progress=progress)[0])
+                        keep_provides(f.sha256, found)
         except EnvError as exc:
             say(f"cannot tell what {f.filename} provides: {exc}")
         out[_canonical(f.name)] = (f, found)

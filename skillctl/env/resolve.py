@@ -196,8 +196,36 @@ def uv_binary() -> str:
 
 @lru_cache(maxsize=4)
 def uv_version(binary: str) -> str:
+    """``uv --version`` (part of every resolution's and environment image's key). Asking costs a
+    process, ~25 ms on each run's start; the answer is kept in the cache under the binary's path,
+    size, inode and times, so a replaced or upgraded uv is asked again."""
+    try:
+        st = os.stat(binary)
+    except OSError:
+        st = None
+    kept = None
+    if st is not None:
+        key = f"{os.path.realpath(binary)}\0{st.st_size}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
+        kept = cache_dir() / "env" / "uv-version" / hashlib.sha256(key.encode()).hexdigest()[:32]
+        try:
+            text = kept.read_text("utf-8").strip()
+            if text:
+                return text
+        except OSError:
+            pass
     out = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False)
-    return out.stdout.strip() or "uv (unknown version)"
+    version = out.stdout.strip()
+    if not version:
+        return "uv (unknown version)"  # not kept: asked again next time
+    if kept is not None:
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            tmp = kept.with_name(f".{kept.name}.{os.getpid()}.tmp")
+            tmp.write_text(version, "utf-8")
+            os.replace(tmp, kept)
+        except OSError:
+            pass  # a read-only cache: asked again next time
+    return version
 
 
 @dataclass(frozen=True)
@@ -246,6 +274,17 @@ class Resolution:
 
 def target_tags(target: Target) -> list[Tag]:
     """Wheel tags the target's interpreter accepts, most specific first (pip's order)."""
+    return list(_tag_ranks(target))
+
+
+@lru_cache(maxsize=8)
+def _tag_ranks(target: Target) -> dict[Tag, int]:
+    """``target_tags`` by rank, made once per target: ~900 tags, which every parse of a cached
+    resolution (each run's start) built again."""
+    return {tag: i for i, tag in enumerate(_make_tags(target))}
+
+
+def _make_tags(target: Target) -> list[Tag]:
     major, minor = (int(x) for x in target.python.split(".")[:2])
     glibc_major, glibc_minor = target.glibc
     arch = target.machine
@@ -265,8 +304,7 @@ def _filename(url: str, entry: dict[str, Any]) -> str:
     return str(entry.get("name") or unquote(PurePosixPath(urlparse(url).path).name))
 
 
-def _best_wheel(name: str, wheels: list[dict[str, Any]], tags: list[Tag]) -> dict[str, Any] | None:
-    rank = {tag: i for i, tag in enumerate(tags)}
+def _best_wheel(name: str, wheels: list[dict[str, Any]], rank: dict[Tag, int]) -> dict[str, Any] | None:
     best: tuple[int, dict[str, Any]] | None = None
     for wheel in wheels:
         fname = _filename(str(wheel.get("url", "")), wheel)
@@ -288,7 +326,7 @@ def parse_pylock(text: str, target: Target, where: str = "pylock.toml") -> tuple
         raise EnvError(f"{where} is not valid TOML ({exc}); regenerate it with: skillctl lock") from None
     if str(doc.get("lock-version", "")).split(".")[0] != "1":
         raise EnvError(f"{where}: lock-version {doc.get('lock-version')!r} is not supported (expected 1.x)")
-    tags = target_tags(target)
+    tags = _tag_ranks(target)
     files = []
     for pkg in doc.get("packages", []):
         name, version = canonicalize_name(str(pkg.get("name", ""))), str(pkg.get("version", ""))

@@ -249,14 +249,16 @@ def report_lines(missing: Sequence[MissingLibrary], where: str = "skills.yaml en
     return lines
 
 
-def environment_check(client: Any, tag: str, env: Any, *, progress: Progress | None = None) -> list[MissingLibrary] | None:
+def environment_check(client: Any, tag: str, env: Any, *, progress: Progress | None = None,
+                      image_id: str | None = None) -> list[MissingLibrary] | None:
     """The missing libraries of the built environment image ``tag`` (None when the check could not
-    run, said on ``progress``); each with its Debian packages."""
+    run, said on ``progress``); each with its Debian packages. ``image_id``: the id of ``tag``,
+    when the caller has just inspected it."""
     say = progress or (lambda _line: None)
     if not env.python.files:
         return []
     try:
-        image_id = client.images.get(tag).id
+        image_id = image_id or client.images.get(tag).id
         report = _cached("report", image_id)
         if report.is_file():
             return [MissingLibrary.from_dict(d) for d in json.loads(report.read_text("utf-8"))]

@@ -94,12 +94,18 @@ class Target:
             raise EnvError(f"environment target is malformed ({exc!r})") from None
 
 
-def probe_image(client: Any, image: str) -> Target:
-    """Ask ``image`` for its Python and platform (cached by image id)."""
+def inspect_image(client: Any, image: str) -> Any:
+    """``image`` as the engine has it (``docker.models.images.Image``), or one ``EnvError`` line."""
     try:
-        image_id = client.images.get(image).id
+        return client.images.get(image)
     except Exception as exc:
         raise EnvError(f"cannot inspect image {image}: {exc}") from None
+
+
+def probe_image(client: Any, image: str, *, image_id: str | None = None) -> Target:
+    """Ask ``image`` for its Python and platform (cached by image id). ``image_id``: its id, when
+    the caller has inspected it already (each inspect is a round trip on every run's start)."""
+    image_id = image_id or inspect_image(client, image).id
     path = cache_dir() / "env" / "targets" / f"{image_id.replace(':', '-')}.json"
     try:
         return Target.from_dict(json.loads(path.read_text("utf-8")))

@@ -141,3 +141,32 @@ def test_prune_refuses_an_unknown_base_and_a_bad_duration(project):
     assert unknown.exit_code == 1 and "no image no-such-image:nowhere on this Docker Engine" in unknown.stderr, unknown.output
     bad = invoke(project, "env", "prune", "--keep-within", "soon")
     assert bad.exit_code == 2 and "'soon' is not a duration; write e.g. 90s, 30m, 1h, 7d or 0" in bad.stderr, bad.output
+
+
+def test_a_cached_environment_is_found_by_its_tag_and_a_moved_or_removed_tag_by_its_label(base, docker_client):
+    """A start inspects the environment's tag instead of listing images by label (which the
+    engine pays for with every image's config); the tag counts only when it carries the label."""
+    from skillctl.env.build import ENV_REPO, LABEL_ENV, existing_env_image, find_env_image
+
+    base_tag, base_id, _foreign = base
+    digest = uuid.uuid4().hex + uuid.uuid4().hex
+    tag = f"{ENV_REPO}:{digest[:12]}"
+    labelled = build_image(docker_client, f"FROM {base_tag}\nLABEL {LABEL_ENV}={digest} org.skillctl.env.base={base_id}\n",
+                           tag)
+    assert find_env_image(docker_client, digest).id == labelled
+    assert existing_env_image(docker_client, base_tag, lambda _base_id: digest, False)[2] == tag
+
+    docker_client.images.get(base_id).tag(ENV_REPO, digest[:12])  # the tag moved to an image without the label
+    assert find_env_image(docker_client, digest).id == labelled  # the listing still finds it by its label
+    assert find_env_image(docker_client, "f" * 64) is None
+    docker_client.images.get(base_id).tag(ENV_REPO, "f" * 12)  # a tag alone is not an environment
+    try:
+        assert find_env_image(docker_client, "f" * 64) is None
+    finally:
+        docker_client.images.remove(f"{ENV_REPO}:{'f' * 12}")
+
+    docker_client.images.remove(tag)  # untags the base: the labelled image has no tag now
+    assert not docker_client.images.get(labelled).tags  # found by its label, and tagged again:
+    assert existing_env_image(docker_client, base_tag, lambda _base_id: digest, False)[2] == tag
+    assert docker_client.images.get(tag).id == labelled
+    assert existing_env_image(docker_client, base_tag, lambda _base_id: digest, True)[2] is None  # forced: rebuilt

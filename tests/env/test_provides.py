@@ -138,6 +138,69 @@ def test_an_index_ignoring_range_falls_back_to_a_full_hash_checked_download(tmp_
         assert len(plain.requests) == before
 
 
+# ------------------------------------------------------------------------------ kept answers
+
+
+def _package_file(path: Path, url: str = "http://127.0.0.1:9/none"):
+    import hashlib
+
+    from skillctl.env.resolve import PackageFile
+
+    name = path.name.split("-")[0].lower()
+    return PackageFile(name, path.name.split("-")[1], path.name, url, hashlib.sha256(path.read_bytes()).hexdigest(),
+                       path.stat().st_size)
+
+
+def _in_cache(path: Path):
+    f = _package_file(path)
+    dest = cached_path(Wanted(f.filename, f.url, f.sha256, f.size))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(path.read_bytes())
+    return f, dest
+
+
+def test_what_a_cached_wheel_provides_is_kept_so_a_later_start_opens_no_zip(cache):
+    f, copy = _in_cache(wheel("pyyaml"))
+    first = wheel_provides([f], download=False)["pyyaml"][1]
+    assert first is not None and first.names == {"yaml", "_yaml"}
+    copy.write_bytes(b"not a zip any more")  # were it opened again, this could not be read
+    lines: list[str] = []
+    assert wheel_provides([f], download=False, progress=lines.append)["pyyaml"][1] == first
+    assert lines == []
+
+
+def test_a_kept_answer_is_one_of_these_rules_and_of_a_real_sha256(cache):
+    from skillctl.env.provides import Provides, keep_provides, kept_provides
+
+    f, _copy = _in_cache(wheel("six"))
+    forged = Provides(frozenset({"forged"}))
+    kept = cache / "env" / "provides"
+    kept.mkdir(parents=True)
+    (kept / f"{f.sha256}-0123456789abcdef.json").write_text(  # made by other rules: not used
+        json.dumps({"names": ["forged"], "namespaces": [], "unknown": False}))
+    assert kept_provides(f.sha256) is None
+    assert wheel_provides([f], download=False)["six"][1].names == {"six"}
+    keep_provides(f.sha256, forged)  # under these rules it is what is read (so nothing else is)
+    assert wheel_provides([f], download=False)["six"][1] == forged
+    (kept / next(p.name for p in kept.iterdir() if not p.name.endswith("0123456789abcdef.json"))).write_text("{not json")
+    assert wheel_provides([f], download=False)["six"][1].names == {"six"}  # unreadable: the wheel again
+    before = sorted(p for p in cache.rglob("*") if p.is_file())
+    keep_provides("../../outside", forged)  # not a sha256: never part of a file name
+    assert kept_provides("../../outside") is None
+    assert sorted(p for p in cache.rglob("*") if p.is_file()) == before and not (cache.parent / "outside").exists()
+
+
+def test_a_range_read_is_never_kept(index, cache):
+    path = wheel("six")
+    f = _package_file(path, index.url.replace("/simple", "/files/") + path.name)
+    assert wheel_provides([f], download=False)["six"][1].names == {"six"}  # by Range: the file is not cached
+    assert not cached_path(Wanted(f.filename, f.url, f.sha256, f.size)).exists()
+    assert not (cache / "env" / "provides").exists()
+    before = len(index.requests)
+    wheel_provides([f], download=False)
+    assert len(index.requests) > before  # read by Range again: unchecked bytes are not remembered
+
+
 # ------------------------------------------------------------------------------ the check
 
 

@@ -278,3 +278,36 @@ def test_an_ignored_requires_python_is_named_and_resolved_all_the_same(index, ca
                     "has Python 3.11.2 and it is used all the same (--ignore-requires-python skill-writer)"]
     resolved = resolve(pins, TARGET, index=index.url, ignore_requires_python=("skill-writer",))
     assert [f.name for f in resolved.files] == ["pyyaml"]
+
+
+def test_uvs_version_is_asked_once_and_again_when_the_binary_changes(tmp_path, cache):
+    """Each run's start needs uv's version (it is in every key); asking is a process, so the
+    answer is kept under the binary's identity — a replaced or upgraded uv is asked again."""
+    import os
+
+    from skillctl.env.resolve import uv_version
+
+    asked = tmp_path / "asked"
+    uv = tmp_path / "uv"
+
+    def install(version: str, mtime: int) -> None:
+        uv.write_text(f"#!/bin/sh\necho x >> {asked}\necho 'uv {version}'\n")
+        uv.chmod(0o755)
+        os.utime(uv, (mtime, mtime))
+
+    def ask() -> str:
+        uv_version.cache_clear()  # as a new process would
+        return uv_version(str(uv))
+
+    install("0.1.0", 1_000_000)
+    assert ask() == "uv 0.1.0" and ask() == "uv 0.1.0"
+    assert asked.read_text().count("x") == 1  # the second answer came from the cache
+    install("0.22.0", 2_000_000)  # upgraded in place
+    assert ask() == "uv 0.22.0" and asked.read_text().count("x") == 2
+    silent = tmp_path / "silent"
+    silent.write_text("#!/bin/sh\nexit 3\n")
+    silent.chmod(0o755)
+    uv_version.cache_clear()
+    assert uv_version(str(silent)) == "uv (unknown version)"
+    assert len(list((cache / "env" / "uv-version").iterdir())) == 2  # an unknown version is not kept
+    uv_version.cache_clear()
