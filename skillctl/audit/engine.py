@@ -21,7 +21,6 @@ from skillctl.bundle.members import SKILL_FILE
 
 MAX_PER_RULE_AND_FILE = 10
 SCRIPT_KINDS = frozenset({"shell", "python", "powershell", "javascript"})
-_STATEMENT_END = re.compile(r"[.!?\u3002\uff01\uff1f](?=[\s\"')\]*_`\u201d\u2019]|$)")
 MAX_SIGNALS_PER_FILE = 50
 _EVIDENCE = 200
 _INVISIBLE = re.compile(
@@ -50,7 +49,7 @@ class _SignalHit:
     line: int
     column: int
     evidence: str
-    unit: int  # what a line-scope combination groups by: the offset its line, or its sentence in prose, starts at
+    unit: tuple[int, int]  # what a line-scope combination groups by: where its statement starts (line, column)
 
 
 @dataclass
@@ -81,10 +80,12 @@ class _Run:
                 return True
         return False
 
-    def signal(self, name: str, path: str, line: int, column: int, evidence: str, unit: int | None = None) -> None:
+    def signal(self, name: str, path: str, line: int, column: int, evidence: str,
+               unit: tuple[int, int] | None = None) -> None:
+        """``unit``: where the statement holding the hit starts; by default its line (code, syntax trees)."""
         hits = self.signals[name][path]
         if len(hits) < MAX_SIGNALS_PER_FILE:
-            hits.append(_SignalHit(path, line, column, printable(evidence, 120), line if unit is None else unit))
+            hits.append(_SignalHit(path, line, column, printable(evidence, 120), (line, 1) if unit is None else unit))
 
 
 def _evidence(file: TextFile, start: int, end: int) -> str:
@@ -115,7 +116,7 @@ class _Match:
     column: int
     evidence: str
     documentation: str | None = None  # why the text reads as documentation, not instructions
-    unit: int = 0  # the offset its statement starts at: its line, or its sentence in Markdown prose
+    unit: tuple[int, int] = (0, 0)  # where its statement starts: its line, or its sentence in Markdown prose
 
 
 def _documentation(run: _Run, file: TextFile, start: int, line_start: int, line_end: int) -> str | None:
@@ -181,20 +182,17 @@ def _matches(run: _Run, matcher: Matcher, file: TextFile, *, documentation: bool
             seen_lines.add(line)
             doc = _documentation(run, file, m.start(), line_start, line_end) if documentation and matcher.within == "file" else None
             out.append(_Match(line, column, _evidence(file, m.start(), m.end()), doc,
-                              paragraphs.statement_start(m.start())))
+                              paragraphs.position(paragraphs.statement_start(m.start()))))
             if len(out) > MAX_PER_RULE_AND_FILE:
                 return out
     return out
 
 
 def _unless(matcher: Matcher, paragraphs: TextFile, offset: int) -> bool:
+    """Whether the match's statement (or, with unless_in: paragraph, its whole line) clears it."""
     assert matcher.unless is not None
-    start, end = paragraphs.line_span(offset)
-    if matcher.unless_in == "statement" and paragraphs.kind == "markdown" and not paragraphs.in_code_block(offset):
-        start = paragraphs.statement_start(offset)
-        ends = [m.start() for m in (_STATEMENT_END.search(paragraphs.text, offset, end),) if m]
-        end = ends[0] + 1 if ends else end
-    return matcher.unless.search(paragraphs.text, start, end) is not None
+    span = paragraphs.statement_span(offset) if matcher.unless_in == "statement" else paragraphs.line_span(offset)
+    return matcher.unless.search(paragraphs.text, *span) is not None
 
 
 def _excluded(run: _Run, matcher: Matcher, m: re.Match[str], text: str) -> bool:

@@ -27,11 +27,11 @@ EXECUTABLE_MAGIC = (b"\x7fELF", b"MZ", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf",
 
 
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,20}|~{3,20})", re.MULTILINE)
-# A line break inside a Markdown paragraph: both lines hold text and the next one starts no block
-# of its own (heading, list item, quote, table row, fence, HTML, indented code).
 # Where a sentence ends in prose: a line-scope combination of prose signals asks for one sentence.
 _SENTENCE_END = re.compile(r"[.!?][\"')\]*_`\u201d\u2019]{0,3}[ \t]{1,8}(?=\S)|[\u3002\uff01\uff1f]")
 _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t][^\n]{0,300}", re.MULTILINE)
+# A line break inside a Markdown paragraph: both lines hold text and the next one starts no block
+# of its own (heading, list item, quote, table row, fence, HTML, indented code).
 _SOFT_BREAK = re.compile(r"(?<=\S)[ \t]{0,4}\n(?=[ \t]{0,3}(?![-*+>#|<`~ \t]|\d{1,9}[.)][ \t]|\n)\S)")
 _ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
@@ -127,6 +127,14 @@ class TextFile:
         starts = self._sentence_starts
         index = bisect.bisect_right(starts, offset) - 1
         return max(line_start, starts[index]) if index >= 0 else line_start
+
+    def statement_span(self, offset: int) -> tuple[int, int]:
+        """Start and end of the statement holding ``offset``: its line, or in Markdown prose its sentence."""
+        start = self.statement_start(offset)
+        end = self.line_span(offset)[1]
+        starts = self._sentence_starts
+        index = bisect.bisect_right(starts, offset)
+        return start, min(end, starts[index]) if index < len(starts) else end
 
     @cached_property
     def _headings(self) -> list[tuple[int, str]]:
